@@ -1,0 +1,58 @@
+"""The RocketMQ remoting wire format, sans-IO (plus ``protocol.channel``, the one asyncio piece)."""
+
+from .codes import (
+    CURRENT_VERSION,
+    LanguageCode,
+    MessageConst,
+    MessageSysFlag,
+    MixAll,
+    Perm,
+    PullSysFlag,
+    RequestCode,
+    ResponseCode,
+    SerializeType,
+    SystemTopic,
+)
+from .command import RemotingCommand
+from .errors import (
+    ConnectionClosedError,
+    FrameTooLargeError,
+    HeaderError,
+    MQBrokerError,
+    MQClientError,
+    ProtocolError,
+    RemotingConnectError,
+    RemotingError,
+    RemotingTimeoutError,
+    RemotingTooMuchRequestError,
+    RocketMQError,
+)
+from .frame import DEFAULT_MAX_FRAME_LENGTH, FrameDecoder
+
+__all__ = [
+    "CURRENT_VERSION",
+    "DEFAULT_MAX_FRAME_LENGTH",
+    "ConnectionClosedError",
+    "FrameDecoder",
+    "FrameTooLargeError",
+    "HeaderError",
+    "LanguageCode",
+    "MQBrokerError",
+    "MQClientError",
+    "MessageConst",
+    "MessageSysFlag",
+    "MixAll",
+    "Perm",
+    "ProtocolError",
+    "PullSysFlag",
+    "RemotingCommand",
+    "RemotingConnectError",
+    "RemotingError",
+    "RemotingTimeoutError",
+    "RemotingTooMuchRequestError",
+    "RequestCode",
+    "ResponseCode",
+    "RocketMQError",
+    "SerializeType",
+    "SystemTopic",
+]

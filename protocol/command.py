@@ -1,0 +1,392 @@
+"""RemotingCommand: the one message type of the remoting protocol, and its two header encodings.
+
+A frame on the wire (REMOTING.md 1) is::
+
+    int32 totalLength | int32 (serializeType << 24 | headerLength) | header | body
+
+``RemotingCommand.encode()`` produces a whole frame; ``RemotingCommand.decode(payload)``
+takes the frame *without* its 4-byte length prefix (what ``FrameDecoder`` hands out).
+
+JSON headers are written as fastjson writes ``RemotingCommand`` (REMOTING.md 2.2):
+keys alphabetical, nulls omitted, ``language`` by name, ``serializeTypeCurrentRPC``
+present, ``extFields`` values strings in Java ``HashMap`` order. ROCKETMQ headers follow
+``RocketMQSerializable`` byte for byte (REMOTING.md 2.3).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import struct
+from typing import Any
+
+from .codes import CURRENT_VERSION, LanguageCode, RpcFlag, SerializeType
+from .errors import HeaderError, ProtocolError
+from .javautil import java_hashmap_order
+
+__all__ = ["RemotingCommand", "next_opaque"]
+
+_INT = struct.Struct(">i")
+_PREFIX = struct.Struct(">ii")
+_BIN_FIXED = struct.Struct(">hbhiii")  # code, language, version, opaque, flag, remarkLength
+_SHORT = struct.Struct(">h")
+
+_opaque_counter = itertools.count()
+
+
+def next_opaque() -> int:
+    """Next request id from the process-wide counter (upstream ``RemotingCommand.requestId``)."""
+    return next(_opaque_counter) & 0x7FFFFFFF
+
+
+_LANG_BY_NAME = {lc.name: lc for lc in LanguageCode}
+_LANG_BY_VALUE = {lc.value: lc for lc in LanguageCode}
+_encode_str = json.encoder.encode_basestring  # type: ignore[attr-defined]  # "..." with escapes, non-ASCII raw
+_json_loads = json.loads
+
+
+class RemotingCommand:
+    """A request or response; ``ext_fields`` is the flattened custom header (all values ``str``).
+
+    ``body`` is ``bytes`` (or any bytes-like object for zero-copy sends) or ``None``.
+    ``serialize_type`` is how this command is (or was) encoded; responses should use
+    the request's (see ``create_response``).
+    """
+
+    __slots__ = (
+        "code",
+        "language",
+        "version",
+        "opaque",
+        "flag",
+        "remark",
+        "ext_fields",
+        "body",
+        "serialize_type",
+    )
+
+    def __init__(
+        self,
+        code: int,
+        *,
+        language: int = LanguageCode.JAVA,
+        version: int = CURRENT_VERSION,
+        opaque: int | None = None,
+        flag: int = 0,
+        remark: str | None = None,
+        ext_fields: dict[str, str] | None = None,
+        body: bytes | bytearray | memoryview | None = None,
+        serialize_type: int = SerializeType.JSON,
+    ) -> None:
+        self.code = code
+        self.language = language
+        self.version = version
+        self.opaque = next_opaque() if opaque is None else opaque
+        self.flag = flag
+        self.remark = remark
+        self.ext_fields = ext_fields
+        self.body = body
+        self.serialize_type = serialize_type
+
+    # -- construction helpers -------------------------------------------------------------
+
+    @classmethod
+    def create_request(
+        cls,
+        code: int,
+        ext_fields: dict[str, str] | None = None,
+        body: bytes | bytearray | memoryview | None = None,
+        *,
+        language: int = LanguageCode.JAVA,
+        serialize_type: int = SerializeType.JSON,
+    ) -> RemotingCommand:
+        return cls(code, ext_fields=ext_fields, body=body, language=language,
+                   serialize_type=serialize_type)
+
+    def create_response(
+        self,
+        code: int,
+        remark: str | None = None,
+        ext_fields: dict[str, str] | None = None,
+        body: bytes | bytearray | memoryview | None = None,
+        *,
+        language: int = LanguageCode.JAVA,
+    ) -> RemotingCommand:
+        """A response to this request: its opaque, the response flag, its serialize type."""
+        return RemotingCommand(
+            code,
+            opaque=self.opaque,
+            flag=RpcFlag.RESPONSE,
+            remark=remark,
+            ext_fields=ext_fields,
+            body=body,
+            language=language,
+            serialize_type=self.serialize_type,
+        )
+
+    # -- flags ----------------------------------------------------------------------------
+
+    @property
+    def is_response(self) -> bool:
+        return bool(self.flag & RpcFlag.RESPONSE)
+
+    @property
+    def is_oneway(self) -> bool:
+        return bool(self.flag & RpcFlag.ONEWAY)
+
+    def mark_oneway(self) -> None:
+        self.flag |= RpcFlag.ONEWAY
+
+    def mark_response(self) -> None:
+        self.flag |= RpcFlag.RESPONSE
+
+    def ext(self, key: str, default: str | None = None) -> str | None:
+        """One ext field, or ``default``."""
+        ef = self.ext_fields
+        if ef is None:
+            return default
+        return ef.get(key, default)
+
+    def __repr__(self) -> str:
+        kind = "response" if self.is_response else ("oneway" if self.is_oneway else "request")
+        blen = 0 if self.body is None else len(self.body)
+        return (
+            f"RemotingCommand({kind} code={self.code} opaque={self.opaque} flag={self.flag} "
+            f"remark={self.remark!r} ext_fields={self.ext_fields!r} body={blen}B "
+            f"serialize={SerializeType(self.serialize_type).name})"
+        )
+
+    # -- encoding -------------------------------------------------------------------------
+
+    def encode_header(self) -> bytes:
+        """The header bytes in this command's serialize type."""
+        if self.serialize_type == SerializeType.ROCKETMQ:
+            return self._encode_rocketmq_header()
+        return self._encode_json_header()
+
+    def _encode_json_header(self) -> bytes:
+        parts = ['{"code":', str(int(self.code))]
+        ef = self.ext_fields
+        if ef is not None:
+            parts.append(',"extFields":{')
+            first = True
+            for key in java_hashmap_order(ef) if len(ef) > 1 else ef:
+                value = ef[key]
+                if value is None:
+                    continue
+                if not first:
+                    parts.append(",")
+                first = False
+                parts.append(_encode_str(key))
+                parts.append(":")
+                parts.append(_encode_str(value if isinstance(value, str) else str(value)))
+            parts.append("}")
+        parts.append(',"flag":')
+        parts.append(str(int(self.flag)))
+        lang = _LANG_BY_VALUE.get(self.language)
+        parts.append(',"language":"')
+        parts.append(lang.name if lang is not None else "JAVA")
+        parts.append('","opaque":')
+        parts.append(str(int(self.opaque)))
+        if self.remark is not None:
+            parts.append(',"remark":')
+            parts.append(_encode_str(self.remark))
+        parts.append(',"serializeTypeCurrentRPC":"JSON","version":')
+        parts.append(str(int(self.version)))
+        parts.append("}")
+        return "".join(parts).encode("utf-8")
+
+    def _encode_rocketmq_header(self) -> bytes:
+        remark = self.remark.encode("utf-8") if self.remark else b""
+        out = bytearray(
+            _BIN_FIXED.pack(self.code, self.language, self.version, self.opaque, self.flag,
+                            len(remark))
+        )
+        out += remark
+        ef = self.ext_fields
+        if ef:
+            area = bytearray()
+            for key, value in ef.items():
+                if key is None or value is None:
+                    continue
+                kb = key.encode("utf-8")
+                vb = (value if isinstance(value, str) else str(value)).encode("utf-8")
+                area += _SHORT.pack(len(kb))
+                area += kb
+                area += _INT.pack(len(vb))
+                area += vb
+            out += _INT.pack(len(area))
+            out += area
+        else:
+            out += b"\x00\x00\x00\x00"
+        return bytes(out)
+
+    def encode_parts(self) -> tuple[bytes, bytes | bytearray | memoryview | None]:
+        """(length prefix + header-length word + header, body): write both, in order."""
+        header = self.encode_header()
+        body = self.body
+        blen = 0 if body is None else len(body)
+        hlen = len(header)
+        if hlen > 0xFFFFFF:
+            raise HeaderError(f"header of {hlen} bytes does not fit the 24-bit length field")
+        prefix = _PREFIX.pack(4 + hlen + blen, (self.serialize_type << 24) | hlen)
+        return prefix + header, (body if blen else None)
+
+    def encode(self) -> bytes:
+        """The whole frame, length prefix included."""
+        head, body = self.encode_parts()
+        return head + bytes(body) if body is not None else head
+
+    # -- decoding -------------------------------------------------------------------------
+
+    @classmethod
+    def decode(cls, payload: bytes | bytearray | memoryview) -> RemotingCommand:
+        """Decode a frame without its 4-byte length prefix.
+
+        Raises ``ProtocolError`` (or its subclass ``HeaderError``) for anything malformed;
+        any other exception is a bug.
+        """
+        n = len(payload)
+        if n < 4:
+            raise ProtocolError(f"frame of {n} bytes has no header-length word")
+        word = _INT.unpack_from(payload, 0)[0]
+        stype = (word >> 24) & 0xFF
+        hlen = word & 0xFFFFFF
+        if hlen > n - 4:
+            raise ProtocolError(f"header length {hlen} exceeds frame payload {n - 4}")
+        mv = memoryview(payload)
+        header = mv[4 : 4 + hlen]
+        if stype == SerializeType.JSON:
+            cmd = cls._decode_json_header(header)
+        elif stype == SerializeType.ROCKETMQ:
+            cmd = cls._decode_rocketmq_header(header)
+        else:
+            raise ProtocolError(f"unknown serialize type {stype}")
+        if n > 4 + hlen:
+            cmd.body = bytes(mv[4 + hlen :])
+        return cmd
+
+    @classmethod
+    def _decode_json_header(cls, header: memoryview) -> RemotingCommand:
+        try:
+            obj = _json_loads(bytes(header))
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise HeaderError(f"JSON header does not parse: {exc}") from None
+        if not isinstance(obj, dict):
+            raise HeaderError("JSON header is not an object")
+        try:
+            code = _as_int(obj.get("code", 0))
+            flag = _as_int(obj.get("flag", 0))
+            version = _as_int(obj.get("version", 0))
+            opaque_raw = obj.get("opaque")
+            opaque = next_opaque() if opaque_raw is None else _as_int(opaque_raw)
+        except (TypeError, ValueError) as exc:
+            raise HeaderError(f"JSON header field has the wrong type: {exc}") from None
+        lang_raw = obj.get("language", "JAVA")
+        if isinstance(lang_raw, str):
+            language: int = _LANG_BY_NAME.get(lang_raw, LanguageCode.OTHER)
+        elif isinstance(lang_raw, int) and not isinstance(lang_raw, bool):
+            language = lang_raw
+        else:
+            language = LanguageCode.OTHER
+        remark = obj.get("remark")
+        if remark is not None and not isinstance(remark, str):
+            remark = str(remark)
+        ext_raw = obj.get("extFields")
+        ext: dict[str, str] | None
+        if ext_raw is None:
+            ext = None
+        elif isinstance(ext_raw, dict):
+            ext = {}
+            for k, v in ext_raw.items():
+                if v is None:
+                    continue
+                # Some clients (ali-ons) send JSON numbers and booleans: coerce as Java does.
+                if isinstance(v, str):
+                    ext[k] = v
+                elif isinstance(v, bool):
+                    ext[k] = "true" if v else "false"
+                elif isinstance(v, (int, float)):
+                    ext[k] = str(v)
+                else:
+                    ext[k] = json.dumps(v, separators=(",", ":"), ensure_ascii=False)
+        else:
+            raise HeaderError("JSON header extFields is not an object")
+        return cls(
+            code,
+            language=language,
+            version=version,
+            opaque=opaque,
+            flag=flag,
+            remark=remark,
+            ext_fields=ext,
+            serialize_type=SerializeType.JSON,
+        )
+
+    @classmethod
+    def _decode_rocketmq_header(cls, header: memoryview) -> RemotingCommand:
+        hlen = len(header)
+        if hlen < _BIN_FIXED.size + 4:
+            raise HeaderError(f"ROCKETMQ header of {hlen} bytes is shorter than its fixed part")
+        code, language, version, opaque, flag, rlen = _BIN_FIXED.unpack_from(header, 0)
+        pos = _BIN_FIXED.size
+        remark: str | None = None
+        if rlen < 0 or rlen > hlen - pos:
+            raise HeaderError(f"remark length {rlen} exceeds header length {hlen}")
+        if rlen:
+            remark = _utf8(header[pos : pos + rlen], "remark")
+            pos += rlen
+        if pos + 4 > hlen:
+            raise HeaderError("ROCKETMQ header ends before extFields length")
+        elen = _INT.unpack_from(header, pos)[0]
+        pos += 4
+        if elen < 0 or elen > hlen - pos:
+            raise HeaderError(f"extFields length {elen} exceeds header length {hlen}")
+        ext: dict[str, str] | None = None
+        if elen:
+            ext = {}
+            end = pos + elen
+            while pos < end:
+                if pos + 2 > end:
+                    raise HeaderError("truncated extFields key length")
+                klen = _SHORT.unpack_from(header, pos)[0]
+                pos += 2
+                if klen < 0 or pos + klen + 4 > end:
+                    raise HeaderError(f"extFields key length {klen} runs past the map")
+                key = _utf8(header[pos : pos + klen], "extFields key")
+                pos += klen
+                vlen = _INT.unpack_from(header, pos)[0]
+                pos += 4
+                if vlen < 0 or pos + vlen > end:
+                    raise HeaderError(f"extFields value length {vlen} runs past the map")
+                ext[key] = _utf8(header[pos : pos + vlen], "extFields value")
+                pos += vlen
+        if pos != hlen:
+            raise HeaderError(f"ROCKETMQ header has {hlen - pos} trailing bytes")
+        return cls(
+            code,
+            language=language,
+            version=version,
+            opaque=opaque,
+            flag=flag,
+            remark=remark,
+            ext_fields=ext,
+            serialize_type=SerializeType.ROCKETMQ,
+        )
+
+
+def _as_int(v: Any) -> int:
+    if isinstance(v, bool):
+        raise TypeError("boolean where an int was expected")
+    if isinstance(v, int):
+        return v
+    if isinstance(v, str):
+        return int(v)
+    raise TypeError(f"{type(v).__name__} where an int was expected")
+
+
+def _utf8(b: memoryview, what: str) -> str:
+    try:
+        return str(b, "utf-8")
+    except UnicodeDecodeError as exc:
+        raise HeaderError(f"{what} is not UTF-8: {exc}") from None

@@ -1,0 +1,60 @@
+"""Java behaviours the wire depends on: ``String.hashCode`` and ``HashMap`` iteration order.
+
+``String.hashCode`` gives consume-queue tag codes and HEART_BEAT ``codeSet``
+(REMOTING.md 4.6, 6.1). ``HashMap`` order is the order fastjson writes
+``extFields`` in (REMOTING.md 2.2); we reproduce it so our JSON headers are
+byte-identical to Java's, which the captured vectors check.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+__all__ = ["java_string_hash", "java_hashmap_order"]
+
+_hash_cache: dict[str, int] = {}
+
+
+def java_string_hash(s: str) -> int:
+    """``java.lang.String.hashCode()`` as a signed 32-bit int (UTF-16 code units)."""
+    cached = _hash_cache.get(s)
+    if cached is not None:
+        return cached
+    h = 0
+    if s.isascii():
+        for b in s.encode("ascii"):
+            h = (31 * h + b) & 0xFFFFFFFF
+    else:
+        data = s.encode("utf-16-be")
+        for i in range(0, len(data), 2):
+            h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
+    if h >= 0x80000000:
+        h -= 0x100000000
+    if len(_hash_cache) < 65536:
+        _hash_cache[s] = h
+    return h
+
+
+def _spread(h: int) -> int:
+    h &= 0xFFFFFFFF
+    return h ^ (h >> 16)
+
+
+def java_hashmap_order(keys: Iterable[str]) -> list[str]:
+    """Keys in the order a ``java.util.HashMap`` filled in this insertion order iterates them.
+
+    Buckets are ``(h ^ (h >>> 16)) & (capacity - 1)`` with capacity 16, doubled
+    while the size exceeds 3/4 of it; keys sharing a bucket keep insertion order
+    (resizes split buckets stably).
+    """
+    keys = list(keys)
+    n = len(keys)
+    if n <= 1:
+        return keys
+    capacity = 16
+    while n > capacity * 3 // 4:
+        capacity *= 2
+    mask = capacity - 1
+    indexed = [(_spread(java_string_hash(k)) & mask, i, k) for i, k in enumerate(keys)]
+    indexed.sort()
+    return [k for _, _, k in indexed]
