@@ -1,0 +1,143 @@
+"""Start real ``mqnamesrv`` / ``mqbroker`` processes on 127.0.0.1 for integration tests.
+
+Servers bind port 0 and print their readiness line with the real address, which we
+read from their stdout under a deadline: no find-a-free-port-then-bind race. Their
+logs (stderr) go to a file that the fixture prints when it tears down, so a failing
+test shows what the server said.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import selectors
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+NAMESRV_READY = re.compile(r"The Name Server boot success\. serializeType=\w+ address=(\S+)")
+BROKER_READY = re.compile(r"The broker\[(?P<name>[^,]+), (?P<addr>[^\]]+)\] boot success")
+
+
+class ServerProcess:
+    """One server process; ``address`` is known once ``start()`` returns."""
+
+    def __init__(self, argv: list[str], ready: re.Pattern[str], log_path: Path,
+                 env: dict[str, str] | None = None) -> None:
+        self.argv = argv
+        self.ready = ready
+        self.log_path = log_path
+        self.env = env
+        self.proc: subprocess.Popen[str] | None = None
+        self.address: str = ""
+        self.match: re.Match[str] | None = None
+        self.stdout_lines: list[str] = []
+
+    def start(self, timeout: float = 30.0) -> ServerProcess:
+        env = dict(os.environ)
+        env.setdefault("PYTHONUNBUFFERED", "1")
+        if self.env:
+            env.update(self.env)
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        log = self.log_path.open("ab")
+        self.proc = subprocess.Popen(
+            self.argv, stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL,
+            text=True, env=env, cwd=str(Path(__file__).resolve().parents[1]),
+        )
+        log.close()
+        assert self.proc.stdout is not None
+        deadline = time.monotonic() + timeout
+        sel = selectors.DefaultSelector()
+        sel.register(self.proc.stdout, selectors.EVENT_READ)
+        try:
+            while True:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    self.kill()
+                    raise RuntimeError(f"{self.argv} not ready in {timeout}s\n{self.log_tail()}")
+                if not sel.select(remaining):
+                    continue
+                line = self.proc.stdout.readline()
+                if not line:
+                    code = self.proc.wait()
+                    raise RuntimeError(f"{self.argv} exited with {code} before ready\n{self.log_tail()}")
+                self.stdout_lines.append(line)
+                m = self.ready.search(line)
+                if m:
+                    self.match = m
+                    self.address = m.group("addr") if "addr" in m.groupdict() else m.group(1)
+                    return self
+        finally:
+            sel.close()
+
+    @property
+    def pid(self) -> int:
+        assert self.proc is not None
+        return self.proc.pid
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def stop(self, timeout: float = 15.0) -> int | None:
+        """SIGTERM, wait for a clean exit (SIGKILL after ``timeout``); the exit code."""
+        if self.proc is None:
+            return None
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self._close_pipes()
+        return self.proc.returncode
+
+    def kill(self) -> None:
+        """SIGKILL: an unclean stop."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        self._close_pipes()
+
+    def _close_pipes(self) -> None:
+        if self.proc is not None and self.proc.stdout is not None:
+            self.proc.stdout.close()
+
+    def log_tail(self, lines: int = 80) -> str:
+        try:
+            text = self.log_path.read_text(errors="replace")
+        except FileNotFoundError:
+            return "(no log)"
+        return "\n".join(text.splitlines()[-lines:])
+
+
+def namesrv_process(tmp: Path, *extra: str, name: str = "namesrv") -> ServerProcess:
+    argv = [sys.executable, "-m", "server.namesrv.main", "--port", "0",
+            "--kv-path", str(tmp / name / "kvConfig.json"), *extra]
+    return ServerProcess(argv, NAMESRV_READY, tmp / name / "namesrv.log")
+
+
+def broker_process(tmp: Path, namesrv_addr: str, *, name: str = "broker-a",
+                   conf: dict[str, str] | None = None, extra: tuple[str, ...] = ()) -> ServerProcess:
+    """A broker whose store lives under ``tmp/<name>``; ``conf`` entries go into its broker.conf."""
+    home = tmp / name
+    home.mkdir(parents=True, exist_ok=True)
+    settings = {
+        "brokerClusterName": "DefaultCluster",
+        "brokerName": name,
+        "brokerId": "0",
+        "listenPort": "0",
+        "storePathRootDir": str(home / "store"),
+        "mappedFileSizeCommitLog": str(16 * 1024 * 1024),
+        "mappedFileSizeConsumeQueue": str(20 * 10000),
+        "flushDiskType": "ASYNC_FLUSH",
+        "autoCreateTopicEnable": "true",
+    }
+    settings.update(conf or {})
+    conf_path = home / "broker.conf"
+    conf_path.write_text("".join(f"{k}={v}\n" for k, v in settings.items()))
+    argv = [sys.executable, "-m", "server.broker.main", "-n", namesrv_addr, "-c", str(conf_path),
+            *extra]
+    return ServerProcess(argv, BROKER_READY, home / "broker.log")
