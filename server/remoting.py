@@ -1,0 +1,195 @@
+"""RemotingServer: accept connections and give each one a ``protocol.channel.Channel``.
+
+Upstream ``NettyRemotingServer``: one processor table (plus a default processor) shared by
+every connection, one async and one oneway permit pool shared by every connection
+(``serverAsyncSemaphoreValue`` 64, ``serverOnewaySemaphoreValue`` 256), an all-idle
+timeout of 120 s, and callbacks when a connection opens or closes (upstream
+``ChannelEventListener``: the broker uses them to forget a client's channels).
+
+The processor table may be extended after construction (``register``), since the broker
+wires its processors after creating the server; channels read the table live.
+``start()`` binds (port 0 picks a free port, read back from ``port``); ``stop()`` stops
+accepting, closes every channel and waits for their handler tasks.
+"""
+
+# ASYNC109: ``timeout`` parameters are request budgets handed to the Channel's timers.
+# ruff: noqa: ASYNC109
+
+from __future__ import annotations
+
+import asyncio
+import warnings
+from collections.abc import Callable, Mapping
+
+import structlog
+
+from protocol.channel import (
+    DEFAULT_IDLE_TIMEOUT,
+    SCAN_INTERVAL,
+    SERVER_ASYNC_PERMITS,
+    SERVER_ONEWAY_PERMITS,
+    Channel,
+    Handler,
+    Permits,
+)
+from protocol.command import RemotingCommand
+from protocol.errors import MQClientError
+from protocol.frame import DEFAULT_MAX_FRAME_LENGTH
+
+__all__ = ["RemotingServer"]
+
+log = structlog.get_logger("aiorocketmq.remoting.server")
+
+ChannelOpenCallback = Callable[[Channel], None]
+ChannelCloseCallback = Callable[[Channel, "BaseException | None"], None]
+
+
+class RemotingServer:
+    """A listening socket whose connections dispatch requests through one processor table."""
+
+    def __init__(
+        self,
+        processors: Mapping[int, Handler] | None = None,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        default_handler: Handler | None = None,
+        on_channel_open: ChannelOpenCallback | None = None,
+        on_channel_close: ChannelCloseCallback | None = None,
+        oneway_permits: int = SERVER_ONEWAY_PERMITS,
+        async_permits: int = SERVER_ASYNC_PERMITS,
+        idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
+        max_frame_length: int = DEFAULT_MAX_FRAME_LENGTH,
+        scan_interval: float = SCAN_INTERVAL,
+        backlog: int = 1024,
+    ) -> None:
+        self._processors: dict[int, Handler] = dict(processors or {})
+        self._default_handler = default_handler
+        self.host = host
+        self.port = port
+        self._on_channel_open = on_channel_open
+        self._on_channel_close = on_channel_close
+        self._oneway_permits = Permits(oneway_permits)
+        self._async_permits = Permits(async_permits)
+        self._idle_timeout = idle_timeout
+        self._max_frame_length = max_frame_length
+        self._scan_interval = scan_interval
+        self._backlog = backlog
+        self._server: asyncio.Server | None = None
+        self._channels: set[Channel] = set()
+        self._stopped = False
+
+    # -- configuration --------------------------------------------------------------------
+
+    def register(self, code: int, handler: Handler) -> None:
+        """Handle request ``code`` with ``handler`` on current and future connections."""
+        self._processors[int(code)] = handler
+
+    def register_default(self, handler: Handler | None) -> None:
+        """Handler for codes without their own (upstream ``registerDefaultProcessor``)."""
+        self._default_handler = handler
+        for channel in self._channels:
+            channel.default_handler = handler
+
+    @property
+    def processors(self) -> Mapping[int, Handler]:
+        return self._processors
+
+    @property
+    def address(self) -> str:
+        """``host:port`` as clients should dial it (valid after ``start()``)."""
+        return f"{self.host}:{self.port}"
+
+    @property
+    def channels(self) -> frozenset[Channel]:
+        """The live connections."""
+        return frozenset(self._channels)
+
+    @property
+    def is_serving(self) -> bool:
+        return self._server is not None and not self._stopped
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Bind and start accepting. Raises ``OSError`` if the address is taken."""
+        if self._server is not None or self._stopped:
+            raise MQClientError("cannot call RemotingServer.start(): already started or stopped")
+        loop = asyncio.get_running_loop()
+        self._server = await loop.create_server(
+            self._make_channel, self.host, self.port, backlog=self._backlog, reuse_address=True
+        )
+        sock = self._server.sockets[0]
+        self.port = sock.getsockname()[1]
+        log.info("remoting.server_started", address=self.address)
+
+    async def stop(self) -> None:
+        """Stop accepting, close every connection and wait for their handlers. Idempotent."""
+        if self._stopped:
+            return
+        self._stopped = True
+        server = self._server
+        if server is not None:
+            server.close()
+        channels = list(self._channels)
+        for channel in channels:
+            channel.close()
+        for channel in channels:
+            await channel.wait_closed()
+        if server is not None:
+            await server.wait_closed()
+        log.info("remoting.server_stopped", address=self.address)
+
+    async def __aenter__(self) -> RemotingServer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.stop()
+
+    def __del__(self, _warn: Callable[..., None] = warnings.warn) -> None:
+        if self._server is not None and not self._stopped:
+            _warn(f"unstopped RemotingServer on {self.address}", ResourceWarning, source=self)
+
+    # -- requests the server starts (broker -> client) ------------------------------------
+
+    async def invoke(self, channel: Channel, cmd: RemotingCommand, timeout: float) -> RemotingCommand:
+        """Request/response over a client's own connection (upstream ``invokeSync(channel)``)."""
+        return await channel.invoke(cmd, timeout)
+
+    async def invoke_oneway(self, channel: Channel, cmd: RemotingCommand, timeout: float) -> None:
+        """Oneway request over a client's own connection (NOTIFY_CONSUMER_IDS_CHANGED, ...)."""
+        await channel.invoke_oneway(cmd, timeout)
+
+    # -- channels -------------------------------------------------------------------------
+
+    def _make_channel(self) -> Channel:
+        return Channel(
+            self._processors,
+            default_handler=self._default_handler,
+            on_open=self._channel_opened,
+            on_close=self._channel_closed,
+            async_permits=self._async_permits,
+            oneway_permits=self._oneway_permits,
+            idle_timeout=self._idle_timeout,
+            scan_interval=self._scan_interval,
+            max_frame_length=self._max_frame_length,
+            read_backpressure=True,
+        )
+
+    def _channel_opened(self, channel: Channel) -> None:
+        if self._stopped:
+            channel.close()
+            return
+        self._channels.add(channel)
+        log.debug("remoting.channel_open", peer=channel.remote_addr)
+        if self._on_channel_open is not None:
+            self._on_channel_open(channel)
+
+    def _channel_closed(self, channel: Channel, exc: BaseException | None) -> None:
+        was_open = channel in self._channels
+        self._channels.discard(channel)
+        log.debug("remoting.channel_close", peer=channel.remote_addr,
+                  reason=None if exc is None else str(exc))
+        if was_open and self._on_channel_close is not None:
+            self._on_channel_close(channel, exc)
