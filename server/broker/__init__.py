@@ -1,0 +1,1 @@
+"""The broker: configuration, metadata managers, processors, long polling and the controller."""

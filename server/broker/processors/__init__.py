@@ -1,0 +1,1 @@
+"""Broker request processors, one module per request family (upstream broker/processor/)."""
