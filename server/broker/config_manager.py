@@ -1,0 +1,127 @@
+"""Durable JSON metadata files of the broker (upstream ``ConfigManager`` + ``MixAll.string2File``).
+
+Contract: a ``ConfigManager`` subclass owns one file (``topics.json``,
+``subscriptionGroup.json``, ``consumerOffset.json`` under ``<storeRoot>/config``) and
+implements ``encode() -> bytes`` (a snapshot of its table, taken on the event loop) and
+``decode(bytes)``. ``load()`` reads the file, falling back to ``<file>.bak`` when the file
+is missing, empty or does not decode, as upstream does. Writes are atomic: temp file,
+fsync, previous file kept as ``.bak``, rename, directory fsync.
+
+Writes never block the event loop: ``mark_dirty()`` (callable from plain handlers) wakes
+the manager's ``_persist_routine``, which encodes on the loop and writes in a worker
+thread; bursts coalesce into one write. ``persist()`` awaits one write; ``stop()``
+writes whatever is dirty and ends the routine. ``persist_sync()`` is for shutdown paths
+without a loop and for tests.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+
+import structlog
+
+__all__ = ["ConfigManager", "write_file_atomic"]
+
+log = structlog.get_logger("aiorocketmq.broker.config")
+
+
+def write_file_atomic(path: Path, data: bytes) -> None:
+    """Replace ``path`` by ``data`` so that a crash leaves the old or the new content."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "wb") as fh:
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())
+    if path.exists():
+        # Upstream keeps the previous content as <file>.bak; load() falls back to it.
+        os.replace(path, path.with_name(path.name + ".bak"))
+    os.replace(tmp, path)
+    dir_fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
+class ConfigManager:
+    """Base of the broker's persisted tables; see the module docstring."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self._dirty = asyncio.Event()
+        self._write_lock = asyncio.Lock()
+        self._task: asyncio.Task[None] | None = None
+        self._stopping = False
+
+    # -- subclass hooks -----------------------------------------------------------------
+
+    def encode(self) -> bytes:
+        raise NotImplementedError
+
+    def decode(self, data: bytes) -> None:
+        raise NotImplementedError
+
+    # -- loading ------------------------------------------------------------------------
+
+    def load(self) -> bool:
+        """Load the file or its ``.bak``; ``True`` also when neither exists (fresh store)."""
+        for candidate in (self.path, self.path.with_name(self.path.name + ".bak")):
+            try:
+                data = candidate.read_bytes()
+            except FileNotFoundError:
+                continue
+            if not data.strip():
+                continue
+            try:
+                self.decode(data)
+            except Exception as exc:
+                log.error("broker.config_load_failed", path=str(candidate), error=str(exc))
+                continue
+            log.info("broker.config_loaded", path=str(candidate))
+            return True
+        return not self.path.exists()
+
+    # -- persisting ---------------------------------------------------------------------
+
+    def mark_dirty(self) -> None:
+        """Ask for a write soon (coalesced); safe to call from plain handlers."""
+        self._dirty.set()
+
+    def persist_sync(self) -> None:
+        write_file_atomic(self.path, self.encode())
+
+    async def persist(self) -> None:
+        """Encode now, write in a worker thread; writes never interleave."""
+        self._dirty.clear()
+        data = self.encode()
+        async with self._write_lock:
+            await asyncio.to_thread(write_file_atomic, self.path, data)
+
+    def start(self) -> None:
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(
+                self._persist_routine(), name=f"persist:{self.path.name}")
+
+    async def _persist_routine(self) -> None:
+        while not self._stopping:
+            await self._dirty.wait()
+            if self._stopping:
+                break
+            try:
+                await self.persist()
+            except OSError as exc:
+                # A full disk must not kill the broker; the next change retries the write.
+                log.error("broker.config_persist_failed", path=str(self.path), error=str(exc))
+
+    async def stop(self) -> None:
+        """End the routine and write the current table once more. Idempotent."""
+        self._stopping = True
+        task = self._task
+        self._task = None
+        if task is not None:
+            self._dirty.set()
+            await task
+        await self.persist()
