@@ -1,0 +1,171 @@
+"""Store configuration: upstream ``MessageStoreConfig`` in snake_case, with upstream defaults.
+
+Contract: ``MessageStoreConfig`` is a plain dataclass the store reads once at
+``start()``; ``MessageStoreConfig.from_properties(props)`` accepts the camelCase keys
+of an upstream ``broker.conf`` (``storePathRootDir``, ``mappedFileSizeCommitLog`` and
+its old spelling ``mapedFileSizeCommitLog``, ``flushDiskType``, ``fileReservedTime``,
+...) and ignores keys that belong to other components (BrokerConfig keys share the
+file). Derived paths follow ``StorePathConfigHelper``: ``<root>/commitlog``,
+``<root>/consumequeue``, ``<root>/index``, ``<root>/checkpoint``, ``<root>/abort``.
+
+Upstream: ``store/config/MessageStoreConfig.java``, ``store/config/StorePathConfigHelper.java``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["MessageStoreConfig", "ASYNC_FLUSH", "SYNC_FLUSH", "CQ_STORE_UNIT_SIZE"]
+
+ASYNC_FLUSH = "ASYNC_FLUSH"
+SYNC_FLUSH = "SYNC_FLUSH"
+# ConsumeQueue.CQ_STORE_UNIT_SIZE: commit-log offset (8) + size (4) + tags code (8).
+CQ_STORE_UNIT_SIZE = 20
+
+
+def _default_root() -> str:
+    return os.path.join(os.path.expanduser("~"), "store")
+
+
+@dataclass(slots=True)
+class MessageStoreConfig:
+    """Store options; names are upstream's in snake_case, defaults are upstream's."""
+
+    store_path_root_dir: str = field(default_factory=_default_root)
+    # None = <root>/commitlog (MessageStoreConfig.getStorePathCommitLog).
+    store_path_commit_log: str | None = None
+    mapped_file_size_commit_log: int = 1024 * 1024 * 1024
+    mapped_file_size_consume_queue: int = 300000 * CQ_STORE_UNIT_SIZE
+    flush_disk_type: str = ASYNC_FLUSH
+    flush_interval_commit_log_ms: int = 500
+    flush_commit_log_least_pages: int = 4
+    flush_commit_log_thorough_interval_ms: int = 10 * 1000
+    flush_interval_consume_queue_ms: int = 1000
+    flush_consume_queue_least_pages: int = 2
+    flush_consume_queue_thorough_interval_ms: int = 60 * 1000
+    sync_flush_timeout_ms: int = 5000
+    clean_resource_interval_ms: int = 10000
+    file_reserved_time: int = 72  # hours
+    delete_when: str = "04"
+    disk_max_used_space_ratio: int = 75
+    # System properties upstream (rocketmq.broker.diskSpaceWarningLevelRatio / ...CleanForciblyRatio).
+    disk_space_warning_level_ratio: float = 0.90
+    disk_space_clean_forcibly_ratio: float = 0.85
+    clean_file_forcibly_enable: bool = True
+    max_message_size: int = 1024 * 1024 * 4
+    check_crc_on_recover: bool = True
+    max_transfer_bytes_on_message_in_memory: int = 1024 * 256
+    max_transfer_count_on_message_in_memory: int = 32
+    max_transfer_bytes_on_message_in_disk: int = 1024 * 64
+    max_transfer_count_on_message_in_disk: int = 8
+    access_message_in_memory_max_ratio: int = 40
+    message_index_enable: bool = True
+    max_hash_slot_num: int = 5000000
+    max_index_num: int = 5000000 * 4
+    default_query_max_num: int = 32
+    message_delay_level: str = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
+    broker_role: str = "ASYNC_MASTER"
+
+    def __post_init__(self) -> None:
+        if self.flush_disk_type not in (ASYNC_FLUSH, SYNC_FLUSH):
+            raise ValueError(f"flushDiskType must be ASYNC_FLUSH or SYNC_FLUSH, not {self.flush_disk_type!r}")
+        if self.mapped_file_size_commit_log < 4096:
+            raise ValueError("mappedFileSizeCommitLog must be at least 4096 bytes")
+
+    # -- derived values (StorePathConfigHelper, MessageStoreConfig getters) --
+
+    @property
+    def commit_log_dir(self) -> str:
+        return self.store_path_commit_log or os.path.join(self.store_path_root_dir, "commitlog")
+
+    @property
+    def consume_queue_dir(self) -> str:
+        return os.path.join(self.store_path_root_dir, "consumequeue")
+
+    @property
+    def index_dir(self) -> str:
+        return os.path.join(self.store_path_root_dir, "index")
+
+    @property
+    def checkpoint_path(self) -> str:
+        return os.path.join(self.store_path_root_dir, "checkpoint")
+
+    @property
+    def abort_path(self) -> str:
+        return os.path.join(self.store_path_root_dir, "abort")
+
+    @property
+    def consume_queue_file_size(self) -> int:
+        """Rounded up to whole units, as ``getMappedFileSizeConsumeQueue``."""
+        units = -(-self.mapped_file_size_consume_queue // CQ_STORE_UNIT_SIZE)
+        return max(units, 1) * CQ_STORE_UNIT_SIZE
+
+    @property
+    def disk_max_used_ratio(self) -> float:
+        """``getDiskMaxUsedSpaceRatio`` clamps to [10, 95] percent."""
+        return min(max(self.disk_max_used_space_ratio, 10), 95) / 100.0
+
+    @property
+    def is_sync_flush(self) -> bool:
+        return self.flush_disk_type == SYNC_FLUSH
+
+    @classmethod
+    def from_properties(cls, props: Mapping[str, Any]) -> MessageStoreConfig:
+        """Build from upstream camelCase keys; unknown keys are left for other components.
+
+        Raises:
+            ValueError: a known key whose value does not parse.
+        """
+        kwargs: dict[str, Any] = {}
+        types = {f.name: f.type for f in dataclasses.fields(cls)}
+        for key, raw in props.items():
+            name = _ALIASES.get(key) or _camel_to_snake(key)
+            if name not in types:
+                if name + "_ms" in types:
+                    name += "_ms"
+                else:
+                    continue
+            kwargs[name] = _convert(types[name], raw, key)
+        return cls(**kwargs)
+
+
+# Keys whose upstream spelling does not map mechanically to ours.
+_ALIASES = {
+    "mapedFileSizeCommitLog": "mapped_file_size_commit_log",
+    "mapedFileSizeConsumeQueue": "mapped_file_size_consume_queue",
+    "flushIntervalCommitLog": "flush_interval_commit_log_ms",
+    "flushCommitLogThoroughInterval": "flush_commit_log_thorough_interval_ms",
+    "flushIntervalConsumeQueue": "flush_interval_consume_queue_ms",
+    "flushConsumeQueueThoroughInterval": "flush_consume_queue_thorough_interval_ms",
+    "syncFlushTimeout": "sync_flush_timeout_ms",
+    "cleanResourceInterval": "clean_resource_interval_ms",
+}
+
+_CAMEL = re.compile(r"(?<=[a-z0-9])([A-Z])")
+
+
+def _camel_to_snake(key: str) -> str:
+    return _CAMEL.sub(r"_\1", key).lower()
+
+
+def _convert(type_name: Any, raw: Any, key: str) -> Any:
+    text = str(raw).strip()
+    try:
+        if type_name in ("int", int):
+            return int(text)
+        if type_name in ("float", float):
+            return float(text)
+        if type_name in ("bool", bool):
+            if isinstance(raw, bool):
+                return raw
+            if text.lower() in ("true", "false"):
+                return text.lower() == "true"
+            raise ValueError(text)
+    except ValueError as exc:
+        raise ValueError(f"store config {key}={raw!r} is not a valid {type_name}") from exc
+    return text

@@ -1,0 +1,308 @@
+"""Message key index: ``topic#key`` -> commit-log offsets, persisted in hash-slot files.
+
+Contract (REMOTING.md 4.10): every record except a transactional ROLLBACK is indexed
+under ``topic#UNIQ_KEY`` and ``topic#k`` for each space-separated entry ``k`` of ``KEYS``.
+``query`` returns commit-log offsets of candidate records, newest files first; a
+candidate may be a hash collision (the store's ``query_message`` re-checks the record).
+
+File format: upstream's ``IndexFile``, one file per ``max_index_num`` entries, named by
+its creation time (``yyyyMMddHHmmssSSS``) under ``<root>/index``::
+
+    header (40 B)  beginTimestamp i64, endTimestamp i64, beginPhyOffset i64,
+                   endPhyOffset i64, hashSlotCount i32, indexCount i32 (starts at 1)
+    slots          max_hash_slot_num x i32: number of the newest entry in this slot
+    entries        max_index_num x (keyHash i32, phyOffset i64, timeDiff i32 seconds
+                   since beginTimestamp, prevIndex i32), entry 0 unused
+
+so a file is bounded (``40 + 4*slots + 20*entries`` bytes), lookups follow one chain,
+and it is rebuildable from the commit log: ``recover`` destroys every file that may
+hold entries newer than the checkpoint's index offset and returns the commit-log
+offset from which the dispatcher must re-index (the end of the last file kept).
+
+Divergence: upstream compares ``begin`` against the entry's time truncated to whole
+seconds, so a message stored in the same second just after ``begin`` is missed; we
+allow for the truncation.
+
+Upstream: ``store/index/IndexService.java``, ``IndexFile.java``, ``IndexHeader.java``.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+import time
+
+import structlog
+
+from protocol.javautil import java_string_hash
+
+from .mapped_file import MappedFile
+
+__all__ = ["IndexFile", "IndexService", "QueryOffsetResult"]
+
+log = structlog.get_logger("aiorocketmq.store")
+
+INDEX_HEADER_SIZE = 40
+HASH_SLOT_SIZE = 4
+INDEX_SIZE = 20
+INVALID_INDEX = 0
+
+_HEADER = struct.Struct(">qqqqii")
+_ENTRY = struct.Struct(">iqii")
+_I32 = struct.Struct(">i")
+
+
+def index_key_hash(key: str) -> int:
+    """``IndexFile.indexKeyHashMethod``: ``abs(key.hashCode())``, 0 for ``Integer.MIN_VALUE``."""
+    h = abs(java_string_hash(key))
+    return 0 if h > 0x7FFFFFFF else h
+
+
+def build_key(topic: str, key: str) -> str:
+    return topic + "#" + key
+
+
+class IndexFile:
+    """One index file (hash slots + chained entries) in a mapping."""
+
+    __slots__ = ("mf", "hash_slot_num", "index_num", "begin_timestamp", "end_timestamp",
+                 "begin_phy_offset", "end_phy_offset", "hash_slot_count", "index_count", "dirty")
+
+    def __init__(self, path: str, hash_slot_num: int, index_num: int, *, create: bool,
+                 end_phy_offset: int = 0, end_timestamp: int = 0) -> None:
+        size = INDEX_HEADER_SIZE + hash_slot_num * HASH_SLOT_SIZE + index_num * INDEX_SIZE
+        self.mf = MappedFile(path, 0, size, create=create)
+        self.mf.wrote_position = size
+        self.hash_slot_num = hash_slot_num
+        self.index_num = index_num
+        self.dirty = create
+        if create:
+            self.begin_timestamp = self.end_timestamp = end_timestamp
+            self.begin_phy_offset = self.end_phy_offset = end_phy_offset
+            self.hash_slot_count = 0
+            self.index_count = 1
+            self._write_header()
+        else:
+            (self.begin_timestamp, self.end_timestamp, self.begin_phy_offset, self.end_phy_offset,
+             self.hash_slot_count, self.index_count) = _HEADER.unpack_from(self.mf.mm, 0)
+
+    @property
+    def path(self) -> str:
+        return self.mf.path
+
+    def _write_header(self) -> None:
+        _HEADER.pack_into(self.mf.mm, 0, self.begin_timestamp, self.end_timestamp,
+                          self.begin_phy_offset, self.end_phy_offset, self.hash_slot_count,
+                          self.index_count)
+
+    @property
+    def is_write_full(self) -> bool:
+        return self.index_count >= self.index_num
+
+    @property
+    def is_empty(self) -> bool:
+        return self.index_count <= 1
+
+    def put_key(self, key: str, phy_offset: int, store_timestamp: int) -> bool:
+        """Add one entry; False when the file is full."""
+        if self.index_count >= self.index_num:
+            return False
+        mm = self.mf.mm
+        key_hash = index_key_hash(key)
+        slot_pos = INDEX_HEADER_SIZE + (key_hash % self.hash_slot_num) * HASH_SLOT_SIZE
+        (slot_value,) = _I32.unpack_from(mm, slot_pos)
+        if slot_value <= INVALID_INDEX or slot_value > self.index_count:
+            slot_value = INVALID_INDEX
+        if self.index_count <= 1:
+            # The first entry fixes the file's time base (upstream sets it after computing
+            # timeDiff, which leaves the first entry's diff 0 all the same).
+            self.begin_phy_offset = phy_offset
+            self.begin_timestamp = store_timestamp
+        time_diff = 0
+        if self.begin_timestamp > 0:
+            time_diff = min(max((store_timestamp - self.begin_timestamp) // 1000, 0), 0x7FFFFFFF)
+        entry_pos = (INDEX_HEADER_SIZE + self.hash_slot_num * HASH_SLOT_SIZE
+                     + self.index_count * INDEX_SIZE)
+        _ENTRY.pack_into(mm, entry_pos, key_hash, phy_offset, time_diff, slot_value)
+        _I32.pack_into(mm, slot_pos, self.index_count)
+        if slot_value == INVALID_INDEX:
+            self.hash_slot_count += 1
+        self.index_count += 1
+        self.end_phy_offset = phy_offset
+        self.end_timestamp = store_timestamp
+        self._write_header()
+        self.dirty = True
+        return True
+
+    def is_time_matched(self, begin: int, end: int) -> bool:
+        """``IndexFile.isTimeMatched``: the file's time range overlaps ``[begin, end]``."""
+        b, e = self.begin_timestamp, self.end_timestamp
+        return (begin < b and end > e) or (b <= begin <= e) or (b <= end <= e)
+
+    def select_phy_offsets(self, out: list[int], key: str, max_num: int, begin: int, end: int) -> None:
+        if self.index_count <= 1:
+            return
+        mm = self.mf.mm
+        key_hash = index_key_hash(key)
+        slot_pos = INDEX_HEADER_SIZE + (key_hash % self.hash_slot_num) * HASH_SLOT_SIZE
+        (nxt,) = _I32.unpack_from(mm, slot_pos)
+        if nxt <= INVALID_INDEX or nxt > self.index_count:
+            return
+        base = INDEX_HEADER_SIZE + self.hash_slot_num * HASH_SLOT_SIZE
+        begin_floor = begin - 999  # entry times are truncated to whole seconds
+        while len(out) < max_num:
+            hash_read, phy, diff, prev = _ENTRY.unpack_from(mm, base + nxt * INDEX_SIZE)
+            if diff < 0:
+                break
+            time_read = self.begin_timestamp + diff * 1000
+            if hash_read == key_hash and begin_floor <= time_read <= end:
+                out.append(phy)
+            if prev <= INVALID_INDEX or prev > self.index_count or prev == nxt or time_read < begin_floor:
+                break
+            nxt = prev
+
+    def flush(self) -> None:
+        """Make the whole file durable (worker thread)."""
+        if not self.dirty:
+            return
+        self.dirty = False
+        mf = self.mf
+        mf.flushed_position = 0
+        mf.flush(0)
+
+    def close(self) -> None:
+        self.mf.close()
+
+    def destroy(self) -> None:
+        self.mf.destroy()
+
+
+class QueryOffsetResult:
+    __slots__ = ("phy_offsets", "index_last_update_timestamp", "index_last_update_phyoffset")
+
+    def __init__(self, phy_offsets: list[int], ts: int, phy: int) -> None:
+        self.phy_offsets = phy_offsets
+        self.index_last_update_timestamp = ts
+        self.index_last_update_phyoffset = phy
+
+
+class IndexService:
+    """The list of index files; writes go to the newest, queries walk newest to oldest."""
+
+    __slots__ = ("store_path", "hash_slot_num", "index_num", "files", "last_indexed_offset")
+
+    def __init__(self, store_path: str, hash_slot_num: int, index_num: int) -> None:
+        if hash_slot_num <= 0 or index_num <= 1:
+            raise ValueError("index needs at least one hash slot and two entries")
+        self.store_path = store_path
+        self.hash_slot_num = hash_slot_num
+        self.index_num = index_num
+        self.files: list[IndexFile] = []
+        # Commit-log offset of the newest record indexed; records at or below it are skipped.
+        self.last_indexed_offset = -1
+
+    def load(self) -> None:
+        if not os.path.isdir(self.store_path):
+            return
+        for name in sorted(os.listdir(self.store_path)):
+            if not name.isdigit():
+                continue
+            self.files.append(IndexFile(os.path.join(self.store_path, name), self.hash_slot_num,
+                                        self.index_num, create=False))
+
+    def recover(self, trusted_offset: int) -> int:
+        """Drop files that may hold entries at or beyond ``trusted_offset``; return where to re-index.
+
+        ``trusted_offset`` is the commit-log offset below which the index is known durable
+        (the checkpoint's index offset, capped by the recovered end of the log). Returns the
+        commit-log offset of the newest record still indexed (re-indexing skips it), or -1
+        when nothing is left and the whole log must be indexed.
+        """
+        keep: list[IndexFile] = []
+        for i, f in enumerate(self.files):
+            if f.is_empty or f.end_phy_offset >= trusted_offset:
+                for doomed in self.files[i:]:
+                    doomed.destroy()
+                break
+            keep.append(f)
+        self.files = keep
+        self.last_indexed_offset = keep[-1].end_phy_offset if keep else -1
+        return self.last_indexed_offset
+
+    def _new_file(self) -> IndexFile:
+        os.makedirs(self.store_path, exist_ok=True)
+        now_ms = int(time.time() * 1000)
+        last = self.files[-1] if self.files else None
+        while True:
+            lt = time.localtime(now_ms // 1000)
+            name = time.strftime("%Y%m%d%H%M%S", lt) + f"{now_ms % 1000:03d}"
+            path = os.path.join(self.store_path, name)
+            if not os.path.exists(path) and (last is None or name > os.path.basename(last.path)):
+                break
+            now_ms += 1
+        f = IndexFile(path, self.hash_slot_num, self.index_num, create=True,
+                      end_phy_offset=last.end_phy_offset if last else 0,
+                      end_timestamp=last.end_timestamp if last else 0)
+        self.files.append(f)
+        return f
+
+    def build_index(self, topic: str, keys: str | None, uniq_key: str | None,
+                    phy_offset: int, store_timestamp: int) -> None:
+        """Index one record (the dispatcher skips ROLLBACK records). Raises OSError on file creation."""
+        if phy_offset <= self.last_indexed_offset:
+            return
+        self.last_indexed_offset = phy_offset
+        if uniq_key:
+            self._put(build_key(topic, uniq_key), phy_offset, store_timestamp)
+        if keys:
+            for k in keys.split(" "):
+                if k:
+                    self._put(build_key(topic, k), phy_offset, store_timestamp)
+
+    def _put(self, key: str, phy_offset: int, store_timestamp: int) -> None:
+        f = self.files[-1] if self.files else None
+        if f is None or f.is_write_full:
+            f = self._new_file()
+        if not f.put_key(key, phy_offset, store_timestamp):
+            f = self._new_file()
+            f.put_key(key, phy_offset, store_timestamp)
+
+    def query(self, topic: str, key: str, max_num: int, begin: int, end: int) -> QueryOffsetResult:
+        out: list[int] = []
+        last_ts = last_phy = 0
+        full_key = build_key(topic, key)
+        for i in range(len(self.files) - 1, -1, -1):
+            f = self.files[i]
+            if i == len(self.files) - 1:
+                last_ts, last_phy = f.end_timestamp, f.end_phy_offset
+            if f.is_time_matched(begin, end):
+                f.select_phy_offsets(out, full_key, max_num, begin, end)
+            if f.begin_timestamp < begin or len(out) >= max_num:
+                break
+        return QueryOffsetResult(out, last_ts, last_phy)
+
+    def detach_expired(self, min_phy_offset: int) -> list[IndexFile]:
+        """Detach leading files whose every entry points below ``min_phy_offset`` (never the last)."""
+        n = 0
+        for f in self.files[:-1]:
+            if f.end_phy_offset < min_phy_offset:
+                n += 1
+            else:
+                break
+        out = self.files[:n]
+        del self.files[:n]
+        return out
+
+    def flush(self) -> None:
+        for f in list(self.files):
+            f.flush()
+
+    def close(self) -> None:
+        for f in self.files:
+            f.close()
+
+    def destroy(self) -> None:
+        for f in self.files:
+            f.destroy()
+        self.files = []
+        self.last_indexed_offset = -1

@@ -1,0 +1,373 @@
+"""Fixed-size, memory-mapped segment files and the ordered queue of them.
+
+Contract:
+
+* A ``MappedFile`` is one file of exactly ``file_size`` bytes, named by its start
+  offset in the logical stream as 20 zero-padded digits (``UtilAll.offset2FileName``),
+  preallocated with ``posix_fallocate`` so that a full disk shows up as ``OSError``
+  when the segment is created, never as SIGBUS while writing into the mapping.
+* Writers (the event loop) append with one memcpy into the mapping and advance
+  ``wrote_position``; readers get ``memoryview`` slices of the mapping (no copy).
+* ``flush`` (``msync`` through ``mmap.flush`` then ``fdatasync``) runs on a worker
+  thread; it only reads ``wrote_position`` and advances ``flushed_position``, under
+  the file's lock, which ``destroy`` also takes.
+* ``MappedFileQueue`` keeps the segments in offset order: find by offset, create the
+  next one, truncate everything beyond an offset (recovery), delete expired heads.
+  Its list is mutated on the event loop only; flush threads take a snapshot.
+
+A destroyed file whose mapping is still referenced by a pull response's memoryview
+is unlinked at once and unmapped when the last view goes away (the role of upstream's
+``ReferenceResource`` hold/release counting).
+
+Upstream: ``store/MappedFile.java``, ``store/MappedFileQueue.java``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import mmap
+import os
+import threading
+import time
+from collections.abc import Iterator
+
+import structlog
+
+__all__ = ["MappedFile", "MappedFileQueue", "OS_PAGE_SIZE", "offset_to_file_name"]
+
+log = structlog.get_logger("aiorocketmq.store")
+
+OS_PAGE_SIZE = 4096
+_ZERO_CHUNK = bytes(1024 * 1024)
+
+
+def offset_to_file_name(offset: int) -> str:
+    """``UtilAll.offset2FileName``: 20 zero-padded decimal digits."""
+    return f"{offset:020d}"
+
+
+def _fsync_dir(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class MappedFile:
+    """One memory-mapped segment. Not thread-safe except ``flush`` against ``destroy``."""
+
+    __slots__ = (
+        "path", "file_from_offset", "file_size", "mm", "wrote_position", "flushed_position",
+        "_lock", "_dir_synced", "last_modified_ms", "first_create_in_queue",
+    )
+
+    def __init__(self, path: str, file_from_offset: int, file_size: int, *, create: bool) -> None:
+        self.path = path
+        self.file_from_offset = file_from_offset
+        self.file_size = file_size
+        self.wrote_position = 0
+        self.flushed_position = 0
+        self._lock = threading.Lock()
+        self._dir_synced = not create
+        self.first_create_in_queue = False
+        fd = os.open(path, os.O_RDWR | (os.O_CREAT | os.O_EXCL if create else 0), 0o644)
+        try:
+            if create:
+                try:
+                    os.posix_fallocate(fd, 0, file_size)
+                except OSError as exc:
+                    if exc.errno not in (errno.EOPNOTSUPP, errno.EINVAL):
+                        os.close(fd)
+                        fd = -1
+                        with contextlib.suppress(OSError):
+                            os.unlink(path)
+                        raise
+                    os.ftruncate(fd, file_size)
+            else:
+                actual = os.fstat(fd).st_size
+                if actual != file_size:
+                    raise ValueError(
+                        f"segment {path} is {actual} bytes, expected {file_size}; "
+                        "the configured file size does not match the store on disk"
+                    )
+            self.mm = mmap.mmap(fd, file_size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+        finally:
+            if fd >= 0:
+                os.close(fd)
+        self.last_modified_ms = int(os.stat(path).st_mtime * 1000) if not create else int(time.time() * 1000)
+
+    # -- writing (event loop) --
+
+    @property
+    def is_full(self) -> bool:
+        return self.wrote_position >= self.file_size
+
+    @property
+    def free_space(self) -> int:
+        return self.file_size - self.wrote_position
+
+    def append(self, data: bytes | bytearray | memoryview) -> bool:
+        """Write ``data`` at the write position if it fits; False otherwise."""
+        pos = self.wrote_position
+        end = pos + len(data)
+        if end > self.file_size:
+            return False
+        self.mm[pos:end] = data
+        self.wrote_position = end
+        self.last_modified_ms = int(time.time() * 1000)
+        return True
+
+    def write_at(self, pos: int, data: bytes | bytearray | memoryview) -> None:
+        self.mm[pos:pos + len(data)] = data
+
+    # -- reading --
+
+    def view(self, pos: int, size: int) -> memoryview | None:
+        """A zero-copy slice of written data, or None when ``[pos, pos+size)`` is not written."""
+        if pos < 0 or size < 0 or pos + size > self.wrote_position:
+            return None
+        return memoryview(self.mm)[pos:pos + size]
+
+    # -- durability (worker thread) --
+
+    def is_able_to_flush(self, least_pages: int) -> bool:
+        """``MappedFile.isAbleToFlush``: a full file always; else at least ``least_pages`` dirty pages."""
+        flushed = self.flushed_position
+        wrote = self.wrote_position
+        if self.is_full and flushed < wrote:
+            return True
+        if least_pages > 0:
+            return (wrote // OS_PAGE_SIZE - flushed // OS_PAGE_SIZE) >= least_pages
+        return wrote > flushed
+
+    def flush(self, least_pages: int = 0) -> int:
+        """Make ``[flushed_position, wrote_position)`` durable; return the new flushed position."""
+        with self._lock:
+            wrote = self.wrote_position
+            flushed = self.flushed_position
+            if wrote <= flushed or not self.is_able_to_flush(least_pages) or self.mm.closed:
+                return flushed
+            start = flushed - flushed % mmap.PAGESIZE
+            self.mm.flush(start, wrote - start)
+            fd = os.open(self.path, os.O_RDONLY)
+            try:
+                os.fdatasync(fd)
+            finally:
+                os.close(fd)
+            if not self._dir_synced:
+                _fsync_dir(os.path.dirname(self.path))
+                self._dir_synced = True
+            self.flushed_position = wrote
+            return wrote
+
+    # -- lifecycle --
+
+    def zero_from(self, pos: int) -> None:
+        """Zero ``[pos, file_size)`` where it is not zero already (recovery truncation)."""
+        mm = self.mm
+        end = self.file_size
+        while pos < end:
+            n = min(len(_ZERO_CHUNK), end - pos)
+            if mm[pos:pos + n] != _ZERO_CHUNK[:n]:
+                mm[pos:pos + n] = _ZERO_CHUNK[:n]
+            pos += n
+
+    def close(self) -> None:
+        with self._lock:
+            self._close_mapping()
+
+    def _close_mapping(self) -> None:
+        if not self.mm.closed:
+            try:
+                self.mm.close()
+            except BufferError:
+                # A response still holds a slice; the mapping is released with it.
+                pass
+
+    def destroy(self) -> None:
+        """Unmap and delete the file."""
+        with self._lock:
+            self._close_mapping()
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.path)
+
+    def __repr__(self) -> str:
+        return f"MappedFile({self.path!r}, wrote={self.wrote_position}, flushed={self.flushed_position})"
+
+
+class MappedFileQueue:
+    """Ordered segments of one logical stream (the commit log, or one consume queue)."""
+
+    __slots__ = ("store_path", "file_size", "files", "flushed_where")
+
+    def __init__(self, store_path: str, file_size: int) -> None:
+        self.store_path = store_path
+        self.file_size = file_size
+        self.files: list[MappedFile] = []
+        self.flushed_where = 0
+
+    def load(self) -> None:
+        """Map every segment on disk, marking all of them fully written (recovery trims)."""
+        if not os.path.isdir(self.store_path):
+            return
+        names = sorted(n for n in os.listdir(self.store_path) if n.isdigit() and len(n) == 20)
+        for name in names:
+            mf = MappedFile(os.path.join(self.store_path, name), int(name), self.file_size, create=False)
+            mf.wrote_position = mf.flushed_position = self.file_size
+            self.files.append(mf)
+
+    def __iter__(self) -> Iterator[MappedFile]:
+        return iter(self.files)
+
+    def __len__(self) -> int:
+        return len(self.files)
+
+    @property
+    def first(self) -> MappedFile | None:
+        return self.files[0] if self.files else None
+
+    @property
+    def last(self) -> MappedFile | None:
+        return self.files[-1] if self.files else None
+
+    @property
+    def min_offset(self) -> int:
+        """Start offset of the first segment, or -1 when there is none (``getMinOffset``)."""
+        return self.files[0].file_from_offset if self.files else -1
+
+    @property
+    def max_offset(self) -> int:
+        """One past the last written byte (``getMaxOffset``)."""
+        last = self.last
+        return last.file_from_offset + last.wrote_position if last else 0
+
+    def create_file(self, start_offset: int) -> MappedFile:
+        """Create the segment starting at ``start_offset``. Raises OSError (e.g. ENOSPC)."""
+        os.makedirs(self.store_path, exist_ok=True)
+        path = os.path.join(self.store_path, offset_to_file_name(start_offset))
+        mf = MappedFile(path, start_offset, self.file_size, create=True)
+        if not self.files:
+            mf.first_create_in_queue = True
+        self.files.append(mf)
+        return mf
+
+    def get_last_mapped_file(self, start_offset: int = 0, *, create: bool = True) -> MappedFile | None:
+        """The segment to append to: the last one, or a new one when it is full or absent."""
+        last = self.last
+        if last is not None and not last.is_full:
+            return last
+        if not create:
+            return last
+        if last is None:
+            start = start_offset - start_offset % self.file_size
+        else:
+            start = last.file_from_offset + self.file_size
+        return self.create_file(start)
+
+    def find_mapped_file_by_offset(self, offset: int, return_first_if_not_found: bool = False) -> MappedFile | None:
+        files = self.files
+        if not files:
+            return None
+        first = files[0]
+        if first.file_from_offset <= offset < files[-1].file_from_offset + self.file_size:
+            idx = offset // self.file_size - first.file_from_offset // self.file_size
+            if 0 <= idx < len(files):
+                mf = files[idx]
+                if mf.file_from_offset <= offset < mf.file_from_offset + self.file_size:
+                    return mf
+            for mf in files:  # a gap in the sequence; fall back to a scan
+                if mf.file_from_offset <= offset < mf.file_from_offset + self.file_size:
+                    return mf
+        return first if return_first_if_not_found else None
+
+    def truncate_dirty_files(self, offset: int) -> None:
+        """Drop everything at or beyond ``offset``: trim the segment holding it, delete later ones."""
+        keep: list[MappedFile] = []
+        for mf in self.files:
+            file_tail = mf.file_from_offset + self.file_size
+            if file_tail <= offset:
+                keep.append(mf)
+            elif offset >= mf.file_from_offset:
+                pos = offset % self.file_size
+                mf.zero_from(pos)
+                mf.wrote_position = pos
+                mf.flushed_position = pos
+                keep.append(mf)
+            else:
+                mf.destroy()
+        self.files = keep
+        self.flushed_where = min(self.flushed_where, offset)
+
+    def delete_last_mapped_file(self) -> None:
+        if self.files:
+            self.files.pop().destroy()
+
+    def reset_positions(self, offset: int) -> None:
+        """After recovery: the flushed point is the recovered end."""
+        self.flushed_where = offset
+
+    def detach_expired_by_time(self, expired_ms: int, now_ms: int, clean_immediately: bool,
+                               max_batch: int = 10) -> list[MappedFile]:
+        """Remove from the queue the leading segments older than ``expired_ms`` (never the last).
+
+        The caller destroys the returned files (off the event loop). Stops at the first
+        segment that must be kept so no hole opens in the middle
+        (``deleteExpiredFileByTime``).
+        """
+        out: list[MappedFile] = []
+        for mf in self.files[:-1]:
+            if now_ms >= mf.last_modified_ms + expired_ms or clean_immediately:
+                out.append(mf)
+                if len(out) >= max_batch:
+                    break
+            else:
+                break
+        del self.files[:len(out)]
+        return out
+
+    def detach_expired_by_offset(self, phy_offset: int, unit_size: int) -> list[MappedFile]:
+        """Remove the leading consume-queue segments whose last unit points below ``phy_offset``."""
+        out: list[MappedFile] = []
+        for mf in self.files[:-1]:
+            last_unit = mf.view(self.file_size - unit_size, 8)
+            if last_unit is None:
+                break
+            max_phy = int.from_bytes(last_unit, "big", signed=True)
+            last_unit.release()
+            if max_phy < phy_offset:
+                out.append(mf)
+            else:
+                break
+        del self.files[:len(out)]
+        return out
+
+    def flush(self, least_pages: int = 0) -> int:
+        """Flush forward from ``flushed_where``; safe on a worker thread. Returns the new point."""
+        files = list(self.files)
+        where = self.flushed_where
+        for mf in files:
+            end = mf.file_from_offset + self.file_size
+            if end <= where:
+                continue
+            if mf.file_from_offset > where:
+                where = mf.file_from_offset
+            flushed = mf.flush(least_pages)
+            where = max(where, mf.file_from_offset + flushed)
+            if flushed < mf.file_size:
+                break
+        self.flushed_where = where
+        return where
+
+    def close(self) -> None:
+        for mf in self.files:
+            mf.close()
+
+    def destroy(self) -> None:
+        for mf in self.files:
+            mf.destroy()
+        self.files = []
+        self.flushed_where = 0
+        with contextlib.suppress(OSError):
+            os.rmdir(self.store_path)
