@@ -568,8 +568,11 @@ def encode_stored_record(
         MessageEncodeError: host bytes of the wrong size or disagreeing with ``sys_flag``,
             or an integer field out of its wire range.
     """
-    topic_b = topic.encode("utf-8") if isinstance(topic, str) else topic
-    props_b = properties.encode("utf-8") if isinstance(properties, str) else properties
+    try:
+        topic_b = topic.encode("utf-8") if isinstance(topic, str) else topic
+        props_b = properties.encode("utf-8") if isinstance(properties, str) else properties
+    except UnicodeEncodeError as exc:
+        raise MessageEncodeError(f"topic or properties not encodable as UTF-8: {exc}") from exc
     topic_len = len(topic_b)
     props_len = len(props_b)
     if topic_len > MAX_TOPIC_LENGTH:
@@ -798,7 +801,10 @@ def encode_batch(messages: Sequence[Message]) -> bytes:
     append = parts.append
     pack = _BATCH_HEAD.pack
     for m in messages:
-        props_b = encode_properties(m.properties).encode("utf-8")
+        try:
+            props_b = encode_properties(m.properties).encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise MessageEncodeError(f"properties not encodable as UTF-8: {exc}") from exc
         props_len = len(props_b)
         if props_len > MAX_PROPERTIES_LENGTH:
             raise MessageTooLargeError(
