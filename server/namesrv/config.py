@@ -1,0 +1,167 @@
+"""NamesrvConfig: the nameserver's settings, read from upstream ``namesrv.properties`` keys.
+
+Upstream ``NamesrvConfig`` (common/namesrv/NamesrvConfig.java) plus the few
+``NettyServerConfig`` keys our server honours (``listenPort``, the 5.x ``bindAddress``,
+the idle timeout and the permit pools), plus two timings upstream hard-codes
+(REMOTING.md 4.4, 6.9) and which we make settable so tests can shorten expiry:
+
+* ``scanNotActiveBrokerInterval`` (ms, default 10 000): how often the expiry scan runs
+  (4.9.x: every 10 s; 5.x names this key and uses 5 s).
+* ``brokerChannelExpiredTime`` (ms, default 120 000): a broker silent for longer is removed
+  (``RouteInfoManager.BROKER_CHANNEL_EXPIRED_TIME``).
+
+``from_properties`` parses the way upstream ``MixAll.properties2Object`` does (``int``,
+``Boolean.parseBoolean``, strings) except that a malformed number is an error instead of
+being skipped silently; keys we do not know are kept in ``extra`` and reported back by
+GET_NAMESRV_CONFIG, as upstream's ``Configuration.registerConfig(properties)`` keeps them.
+``to_properties`` is the ``key -> value`` table GET_NAMESRV_CONFIG renders as Java
+properties text (captured frame 1099 lists the same keys).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from protocol.codes import MixAll
+
+__all__ = ["NamesrvConfig", "ConfigError", "PATH_KEYS"]
+
+# UPDATE_NAMESRV_CONFIG may not change these (DefaultRequestProcessor.updateConfig).
+PATH_KEYS = frozenset({"kvConfigPath", "configStorePath"})
+
+
+class ConfigError(ValueError):
+    """A configuration value that does not parse (names the key and the value)."""
+
+
+def _default_home_file(name: str) -> str:
+    return str(Path.home() / "namesrv" / name)
+
+
+@dataclasses.dataclass(slots=True)
+class NamesrvConfig:
+    """Nameserver settings; attribute names are snake_case, property keys camelCase."""
+
+    rocketmq_home: str = dataclasses.field(
+        default_factory=lambda: os.environ.get("ROCKETMQ_HOME", ""))
+    kv_config_path: str = dataclasses.field(
+        default_factory=lambda: _default_home_file("kvConfig.json"))
+    config_store_path: str = dataclasses.field(
+        default_factory=lambda: _default_home_file("namesrv.properties"))
+    product_env_name: str = "center"
+    cluster_test: bool = False
+    order_message_enable: bool = False
+    listen_port: int = MixAll.DEFAULT_NAMESRV_PORT
+    bind_address: str = "127.0.0.1"
+    server_channel_max_idle_time_seconds: int = 120
+    server_oneway_semaphore_value: int = 256
+    server_async_semaphore_value: int = 64
+    scan_not_active_broker_interval_ms: int = 10_000
+    broker_channel_expired_time_ms: int = 120_000
+    extra: dict[str, str] = dataclasses.field(default_factory=dict)
+
+    # -- properties ---------------------------------------------------------------------
+
+    @classmethod
+    def from_properties(cls, props: Mapping[str, str], *,
+                        base: NamesrvConfig | None = None) -> NamesrvConfig:
+        """A config with ``props`` applied over ``base`` (or the defaults).
+
+        Raises:
+            ConfigError: a known key whose value is not of the key's type.
+        """
+        cfg = dataclasses.replace(base) if base is not None else cls()
+        cfg.extra = dict(cfg.extra)
+        cfg.apply(props)
+        return cfg
+
+    def parse(self, props: Mapping[str, str]) -> dict[str, Any]:
+        """Validate ``props``: ``attribute -> typed value`` for known keys, ``extra`` aside.
+
+        Nothing is changed; raises ``ConfigError`` for the first bad value.
+        """
+        typed: dict[str, Any] = {}
+        for key, raw in props.items():
+            attr = _ATTR_BY_KEY.get(key)
+            if attr is None:
+                continue
+            typed[attr] = _PARSERS[_TYPES[attr]](key, raw)
+        return typed
+
+    def apply(self, props: Mapping[str, str]) -> None:
+        """Apply ``props`` all or nothing (every value is parsed before any is set)."""
+        typed = self.parse(props)
+        for attr, value in typed.items():
+            setattr(self, attr, value)
+        for key, raw in props.items():
+            if key not in _ATTR_BY_KEY:
+                self.extra[key] = raw
+
+    def to_properties(self) -> dict[str, str]:
+        """Every setting as upstream property text values (``true``/``false``, decimals)."""
+        out: dict[str, str] = {}
+        for key, attr in _ATTR_BY_KEY.items():
+            value = getattr(self, attr)
+            if isinstance(value, bool):
+                out[key] = "true" if value else "false"
+            else:
+                out[key] = str(value)
+        for key, value in self.extra.items():
+            out.setdefault(key, value)
+        return out
+
+    # -- derived ------------------------------------------------------------------------
+
+    @property
+    def scan_interval(self) -> float:
+        """The expiry scan period in seconds (asyncio's unit)."""
+        return self.scan_not_active_broker_interval_ms / 1000
+
+
+# Property key -> attribute, in the order GET_NAMESRV_CONFIG lists them.
+_ATTR_BY_KEY: dict[str, str] = {
+    "rocketmqHome": "rocketmq_home",
+    "kvConfigPath": "kv_config_path",
+    "configStorePath": "config_store_path",
+    "productEnvName": "product_env_name",
+    "clusterTest": "cluster_test",
+    "orderMessageEnable": "order_message_enable",
+    "listenPort": "listen_port",
+    "bindAddress": "bind_address",
+    "serverChannelMaxIdleTimeSeconds": "server_channel_max_idle_time_seconds",
+    "serverOnewaySemaphoreValue": "server_oneway_semaphore_value",
+    "serverAsyncSemaphoreValue": "server_async_semaphore_value",
+    "scanNotActiveBrokerInterval": "scan_not_active_broker_interval_ms",
+    "brokerChannelExpiredTime": "broker_channel_expired_time_ms",
+}
+
+# Annotations are strings under ``from __future__ import annotations``.
+_TYPE_NAMES: dict[str, type] = {"int": int, "bool": bool, "str": str}
+_TYPES: dict[str, type] = {
+    f.name: _TYPE_NAMES[str(f.type)] for f in dataclasses.fields(NamesrvConfig) if f.name != "extra"
+}
+
+
+def _parse_int(key: str, raw: str) -> int:
+    try:
+        # Java's Integer.parseInt takes no surrounding blanks; properties values keep
+        # trailing blanks, which is a classic hand-edited-file trap, so we strip them.
+        return int(raw.strip(), 10)
+    except ValueError:
+        raise ConfigError(f"config {key}={raw!r} is not an integer") from None
+
+
+def _parse_bool(key: str, raw: str) -> bool:
+    # Boolean.parseBoolean: "true" in any case is true, everything else false.
+    return raw.strip().lower() == "true"
+
+
+def _parse_str(key: str, raw: str) -> str:
+    return raw
+
+
+_PARSERS = {int: _parse_int, bool: _parse_bool, str: _parse_str}
