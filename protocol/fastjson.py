@@ -30,9 +30,9 @@ import base64
 import json
 import math
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from enum import Enum
-from typing import Any
+from typing import Any, cast
 
 from .errors import ProtocolError
 
@@ -152,7 +152,8 @@ def _fail(msg: str, pos: int) -> JSONDecodeError:
 
 def _parse(s: str) -> Any:
     """Iterative JSON parser that accepts any JSON value as an object key."""
-    ws = _WS.match
+    # _WS matches the empty string too, so this never returns None.
+    ws = cast(Callable[[str, int], re.Match[str]], _WS.match)
     num = _NUMBER.match
     n = len(s)
     i = ws(s, 1 if s.startswith("\ufeff") else 0).end()
@@ -343,7 +344,7 @@ def _write(obj: Any, out: list[str], std: bool, depth: int) -> None:
         out.append(_encode_str_ascii(obj) if std else _encode_str(obj))
     elif t is int:
         if std and (obj > _MAX_SAFE_LONG or obj < -_MAX_SAFE_LONG):
-            out.append('"%d"' % obj)
+            out.append(f'"{obj}"')
         else:
             out.append(str(obj))
     elif t is bool:
