@@ -14,7 +14,7 @@ from pathlib import Path
 
 import structlog
 
-from protocol import fastjson
+from protocol.bodies import ConsumerOffsetSerializeWrapper
 
 from .config_manager import ConfigManager
 
@@ -90,15 +90,7 @@ class ConsumerOffsetManager(ConfigManager):
 
     def encode(self) -> bytes:
         snapshot = {key: dict(table) for key, table in self.offset_table.items()}
-        return fastjson.dumps({"offsetTable": snapshot})
+        return ConsumerOffsetSerializeWrapper(snapshot).encode()
 
     def decode(self, data: bytes) -> None:
-        obj = fastjson.loads(data)
-        table = obj.get("offsetTable") if isinstance(obj, dict) else None
-        if not isinstance(table, dict):
-            raise ValueError("consumerOffset.json has no offsetTable object")
-        loaded: dict[str, dict[int, int]] = {}
-        for key, queues in table.items():
-            if isinstance(key, str) and isinstance(queues, dict):
-                loaded[key] = {int(q): int(o) for q, o in queues.items()}
-        self.offset_table = loaded
+        self.offset_table = ConsumerOffsetSerializeWrapper.decode(data).offset_table
