@@ -34,7 +34,7 @@ import collections
 import os
 import socket
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, TypeAlias
+from typing import Any, TypeAlias, cast
 
 import structlog
 
@@ -401,10 +401,11 @@ class Channel(asyncio.Protocol):
     # -- asyncio.Protocol -----------------------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
+        # uvloop's transports implement asyncio.Transport without subclassing it.
+        tr = cast(asyncio.Transport, transport)
         loop = asyncio.get_running_loop()
         self._loop = loop
-        self._transport = transport
+        self._transport = tr
         self._lost = loop.create_future()
         sock = transport.get_extra_info("socket")
         if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
@@ -415,7 +416,7 @@ class Channel(asyncio.Protocol):
         self.remote_addr = _format_addr(transport.get_extra_info("peername"))
         self.local_addr = _format_addr(transport.get_extra_info("sockname"))
         high, low = self._write_limits
-        transport.set_write_buffer_limits(high=high, low=low)
+        tr.set_write_buffer_limits(high=high, low=low)
         self._last_activity = loop.time()
         self._scan_handle = loop.call_later(self._scan_interval, self._scan)
         if self._on_open is not None:
