@@ -19,8 +19,7 @@ from __future__ import annotations
 import time
 from bisect import bisect_left, insort
 from collections.abc import Callable, Iterable
-from typing import Any
-
+from protocol.bodies import ProcessQueueInfo
 from protocol.codes import MessageConst
 from protocol.message import MessageExt
 
@@ -245,26 +244,25 @@ class ProcessQueue:
     def _wall_ms(self, mono_ms: float) -> int:
         return int(time.time() * 1000 - (self._clock() - mono_ms))
 
-    def info(self) -> dict[str, Any]:
-        """``fillProcessQueueInfo``: the ``ProcessQueueInfo`` fields of ConsumerRunningInfo."""
+    def info(self) -> ProcessQueueInfo:
+        """``fillProcessQueueInfo``: this queue's entry of ConsumerRunningInfo.mqTable."""
         offsets = self._offsets
         consuming = self._consuming_orderly
-        return {
-            "commitOffset": 0,
-            "cachedMsgMinOffset": offsets[0] if offsets else 0,
-            "cachedMsgMaxOffset": offsets[-1] if offsets else 0,
-            "cachedMsgCount": len(offsets),
-            "cachedMsgSizeInMiB": self.msg_size // (1024 * 1024) if offsets else 0,
-            "transactionMsgMinOffset": min(consuming) if consuming else 0,
-            "transactionMsgMaxOffset": max(consuming) if consuming else 0,
-            "transactionMsgCount": len(consuming),
-            "locked": self.locked,
-            "tryUnlockTimes": self.try_unlock_times,
-            "lastLockTimestamp": self._wall_ms(self.last_lock_time),
-            "droped": self.dropped,
-            "lastPullTimestamp": self._wall_ms(self.last_pull_time),
-            "lastConsumeTimestamp": self._wall_ms(self.last_consume_time),
-        }
+        return ProcessQueueInfo(
+            cached_msg_min_offset=offsets[0] if offsets else 0,
+            cached_msg_max_offset=offsets[-1] if offsets else 0,
+            cached_msg_count=len(offsets),
+            cached_msg_size_in_mib=self.msg_size // (1024 * 1024) if offsets else 0,
+            transaction_msg_min_offset=min(consuming) if consuming else 0,
+            transaction_msg_max_offset=max(consuming) if consuming else 0,
+            transaction_msg_count=len(consuming),
+            locked=self.locked,
+            try_unlock_times=self.try_unlock_times,
+            last_lock_timestamp=self._wall_ms(self.last_lock_time),
+            dropped=self.dropped,
+            last_pull_timestamp=self._wall_ms(self.last_pull_time),
+            last_consume_timestamp=self._wall_ms(self.last_consume_time),
+        )
 
     def __repr__(self) -> str:
         return (f"ProcessQueue(count={self.msg_count}, size={self.msg_size}, "

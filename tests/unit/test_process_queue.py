@@ -96,6 +96,7 @@ def test_info_fields() -> None:
     pq.put_messages([msg(3), msg(9)])
     pq.take_messages(1)
     info = pq.info()
-    assert info["cachedMsgMinOffset"] == 9 and info["cachedMsgCount"] == 1
-    assert info["transactionMsgMinOffset"] == 3 and info["transactionMsgCount"] == 1
-    assert info["droped"] is False and info["lastPullTimestamp"] > 0
+    assert info.cached_msg_min_offset == 9 and info.cached_msg_count == 1
+    assert info.transaction_msg_min_offset == 3 and info.transaction_msg_count == 1
+    assert info.dropped is False and info.last_pull_timestamp > 0
+    assert b'"droped":false' in info.encode()
