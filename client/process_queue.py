@@ -19,6 +19,7 @@ from __future__ import annotations
 import time
 from bisect import bisect_left, insort
 from collections.abc import Callable, Iterable
+
 from protocol.bodies import ProcessQueueInfo
 from protocol.codes import MessageConst
 from protocol.message import MessageExt
