@@ -1,0 +1,187 @@
+"""The broker's calls to the nameservers (upstream ``BrokerOuterAPI`` + ``BrokerController.registerBrokerAll``).
+
+Contract (REMOTING.md 4.4, 4.11, 6.7, 6.9):
+
+* ``register_broker_all(oneway=...)`` sends REGISTER_BROKER with the whole topic table
+  (each topic carrying the broker's perm when the broker is not both readable and
+  writable) to every nameserver concurrently: two-way with ``registerBrokerTimeoutMills``
+  (6 s), or oneway (after a topic was auto-created). Header ``bodyCrc32`` is
+  ``crc32(body) & 0x7fffffff``.
+* ``register_topic(topic_config)``: the two-way registration carrying only that topic,
+  sent after UPDATE_AND_CREATE_TOPIC (upstream ``registerIncrementBrokerData``).
+* ``start()`` runs the periodic registration: first after 10 s, then every
+  ``registerNameServerPeriod`` clamped to 10..60 s. The controller awaits the first
+  registration itself before announcing readiness.
+* ``unregister_broker_all()`` sends UNREGISTER_BROKER to every nameserver (clean shutdown).
+* Failures are logged once per nameserver per attempt and never raised: a broker keeps
+  serving while a nameserver is down.
+* ``request_register_oneway()`` may be called from plain handlers: it starts one task
+  owned by this object (coalesced while one is pending); ``stop()`` awaits it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import zlib
+from collections.abc import Callable
+
+import structlog
+
+from client.remoting import RemotingClient
+from protocol.bodies import RegisterBrokerBody, TopicConfig, TopicConfigSerializeWrapper
+from protocol.codes import Perm, RequestCode, ResponseCode
+from protocol.command import RemotingCommand
+from protocol.errors import RocketMQError
+from protocol.headers import RegisterBrokerRequestHeader, UnRegisterBrokerRequestHeader
+
+from .config import BrokerConfig
+
+__all__ = ["BrokerOuterAPI", "FIRST_REGISTER_DELAY"]
+
+log = structlog.get_logger("aiorocketmq.broker.namesrv")
+
+FIRST_REGISTER_DELAY = 10.0  # BrokerController.start: scheduleAtFixedRate(..., 1000 * 10, period)
+ONEWAY_PERMIT_TIMEOUT = 3.0
+
+
+class BrokerOuterAPI:
+    """Registration of this broker with every configured nameserver."""
+
+    def __init__(self, config: BrokerConfig,
+                 build_wrapper: Callable[[], TopicConfigSerializeWrapper]) -> None:
+        self._config = config
+        self._build_wrapper = build_wrapper
+        self._client = RemotingClient()
+        self._client.update_namesrv_address_list(config.namesrv_addr_list)
+        self._periodic_task: asyncio.Task[None] | None = None
+        self._oneway_task: asyncio.Task[None] | None = None
+        self._oneway_again = False
+
+    @property
+    def namesrv_addrs(self) -> list[str]:
+        return self._config.namesrv_addr_list
+
+    # -- bodies -----------------------------------------------------------------------------
+
+    def _capped(self, wrapper: TopicConfigSerializeWrapper) -> TopicConfigSerializeWrapper:
+        perm = self._config.broker_permission
+        if Perm.readable(perm) and Perm.writeable(perm):
+            return wrapper
+        table = {name: TopicConfig(name, tc.read_queue_nums, tc.write_queue_nums, perm)
+                 for name, tc in wrapper.topic_config_table.items()}
+        return TopicConfigSerializeWrapper(table, wrapper.data_version)
+
+    def _request(self, body: bytes) -> RemotingCommand:
+        c = self._config
+        header = RegisterBrokerRequestHeader(
+            broker_name=c.broker_name, broker_addr=c.broker_addr,
+            cluster_name=c.broker_cluster_name, ha_server_addr=c.ha_server_addr,
+            broker_id=c.broker_id, compressed=c.compressed_register,
+            body_crc32=zlib.crc32(body) & 0x7FFFFFFF)
+        return RemotingCommand.create_request(RequestCode.REGISTER_BROKER,
+                                              header.to_ext_fields(), body)
+
+    # -- registration ---------------------------------------------------------------------
+
+    async def register_broker_all(self, *, oneway: bool = False,
+                                  wrapper: TopicConfigSerializeWrapper | None = None) -> int:
+        """Register with every nameserver; the number that accepted (oneway: that were sent)."""
+        addrs = self.namesrv_addrs
+        if not addrs:
+            return 0
+        wrapper = self._capped(self._build_wrapper() if wrapper is None else wrapper)
+        body = RegisterBrokerBody(wrapper, []).encode(compressed=self._config.compressed_register)
+        results = await asyncio.gather(*(self._register_one(a, body, oneway) for a in addrs))
+        return sum(results)
+
+    async def _register_one(self, addr: str, body: bytes, oneway: bool) -> bool:
+        request = self._request(body)
+        timeout = self._config.register_broker_timeout_ms / 1000
+        try:
+            if oneway:
+                await self._client.invoke_oneway(addr, request, ONEWAY_PERMIT_TIMEOUT)
+                return True
+            response = await self._client.invoke(addr, request, timeout)
+        except RocketMQError as exc:
+            log.warning("broker.register_failed", namesrv=addr, oneway=oneway, error=str(exc))
+            return False
+        if response.code != ResponseCode.SUCCESS:
+            log.warning("broker.register_refused", namesrv=addr, code=response.code,
+                        remark=response.remark)
+            return False
+        log.debug("broker.registered", namesrv=addr)
+        return True
+
+    async def register_topic(self, tc: TopicConfig,
+                             wrapper: TopicConfigSerializeWrapper) -> int:
+        """Two-way registration carrying only ``tc`` (with ``wrapper``'s DataVersion)."""
+        single = TopicConfigSerializeWrapper({tc.topic_name: tc}, wrapper.data_version)
+        return await self.register_broker_all(wrapper=single)
+
+    def request_register_oneway(self) -> None:
+        """Full oneway registration soon (after an auto-created topic); coalesced."""
+        if self._oneway_task is not None:
+            self._oneway_again = True
+            return
+        self._oneway_task = asyncio.get_running_loop().create_task(self._oneway_routine())
+
+    async def _oneway_routine(self) -> None:
+        try:
+            while True:
+                self._oneway_again = False
+                await self.register_broker_all(oneway=True)
+                if not self._oneway_again:
+                    break
+        finally:
+            self._oneway_task = None
+
+    async def unregister_broker_all(self) -> None:
+        c = self._config
+        header = UnRegisterBrokerRequestHeader(
+            broker_name=c.broker_name, broker_addr=c.broker_addr,
+            cluster_name=c.broker_cluster_name, broker_id=c.broker_id)
+        timeout = self._config.register_broker_timeout_ms / 1000
+
+        async def one(addr: str) -> None:
+            request = RemotingCommand.create_request(RequestCode.UNREGISTER_BROKER,
+                                                     header.to_ext_fields())
+            try:
+                response = await self._client.invoke(addr, request, timeout)
+            except RocketMQError as exc:
+                log.warning("broker.unregister_failed", namesrv=addr, error=str(exc))
+                return
+            log.info("broker.unregistered", namesrv=addr, code=response.code)
+
+        await asyncio.gather(*(one(a) for a in self.namesrv_addrs))
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    def start(self) -> None:
+        if self._periodic_task is None:
+            self._periodic_task = asyncio.get_running_loop().create_task(
+                self._register_routine(), name="registerBrokerAll")
+
+    async def _register_routine(self) -> None:
+        await asyncio.sleep(FIRST_REGISTER_DELAY)
+        period = self._config.register_period_ms / 1000
+        while True:
+            await self.register_broker_all()
+            await asyncio.sleep(period)
+
+    async def stop(self) -> None:
+        """Stop the periodic registration and finish a pending oneway one; keep the client."""
+        task = self._periodic_task
+        self._periodic_task = None
+        if task is not None:
+            task.cancel()
+            try:
+                await task
+            except asyncio.CancelledError:
+                pass
+        oneway = self._oneway_task
+        if oneway is not None:
+            await oneway
+
+    async def close(self) -> None:
+        await self.stop()
+        await self._client.close()
