@@ -1,0 +1,93 @@
+"""QUERY_CONSUMER_OFFSET, UPDATE_CONSUMER_OFFSET, GET_CONSUMER_LIST_BY_GROUP (upstream ``ConsumerManageProcessor``).
+
+REMOTING.md 4.5, 4.6:
+
+* QUERY_CONSUMER_OFFSET answers the stored offset; a group without one gets ``offset=0``
+  SUCCESS when the queue is young (min offset <= 0 and message 0 still in memory, which
+  includes an empty queue), else QUERY_NOT_FOUND "Not found, V3_0_6_SNAPSHOT maybe this
+  group consumer boot first".
+* UPDATE_CONSUMER_OFFSET (two-way or oneway) stores ``commitOffset``; SUCCESS with an
+  empty header.
+* GET_CONSUMER_LIST_BY_GROUP answers ``{"consumerIdList":[...]}`` or SYSTEM_ERROR
+  "no consumer for this group, <group>".
+
+All handlers are plain functions.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import structlog
+
+from protocol.bodies import ConsumerListBody
+from protocol.channel import Channel, Handler
+from protocol.codes import RequestCode, ResponseCode
+from protocol.command import RemotingCommand
+from protocol.headers import (
+    GetConsumerListByGroupRequestHeader,
+    QueryConsumerOffsetRequestHeader,
+    QueryConsumerOffsetResponseHeader,
+    UpdateConsumerOffsetRequestHeader,
+)
+
+if TYPE_CHECKING:
+    from ..controller import BrokerController
+
+__all__ = ["ConsumerManageProcessor"]
+
+log = structlog.get_logger("aiorocketmq.broker.consumer_manage")
+
+
+class ConsumerManageProcessor:
+    def __init__(self, broker: BrokerController) -> None:
+        self._b = broker
+
+    def handlers(self) -> dict[int, Handler]:
+        return {
+            RequestCode.GET_CONSUMER_LIST_BY_GROUP: self.get_consumer_list_by_group,
+            RequestCode.UPDATE_CONSUMER_OFFSET: self.update_consumer_offset,
+            RequestCode.QUERY_CONSUMER_OFFSET: self.query_consumer_offset,
+        }
+
+    def get_consumer_list_by_group(self, channel: Channel,
+                                   request: RemotingCommand) -> RemotingCommand:
+        header = GetConsumerListByGroupRequestHeader.from_ext_fields(request.ext_fields)
+        group = header.consumer_group
+        info = self._b.consumers.get(group)
+        if info is not None:
+            ids = info.all_client_ids()
+            if ids:
+                return request.create_response(
+                    ResponseCode.SUCCESS, ext_fields={},
+                    body=ConsumerListBody(ids).encode())
+            log.warning("broker.consumer_group_empty", group=group, peer=channel.remote_addr)
+        else:
+            log.warning("broker.consumer_group_unknown", group=group, peer=channel.remote_addr)
+        return request.create_response(ResponseCode.SYSTEM_ERROR,
+                                       f"no consumer for this group, {group}", ext_fields={})
+
+    def update_consumer_offset(self, channel: Channel,
+                               request: RemotingCommand) -> RemotingCommand:
+        h = UpdateConsumerOffsetRequestHeader.from_ext_fields(request.ext_fields)
+        self._b.offsets.commit_offset(channel.remote_addr, h.consumer_group, h.topic, h.queue_id,
+                                      h.commit_offset)
+        return request.create_response(ResponseCode.SUCCESS, ext_fields={})
+
+    def query_consumer_offset(self, channel: Channel,
+                              request: RemotingCommand) -> RemotingCommand:
+        h = QueryConsumerOffsetRequestHeader.from_ext_fields(request.ext_fields)
+        offset = self._b.offsets.query_offset(h.consumer_group, h.topic, h.queue_id)
+        if offset < 0:
+            store = self._b.store
+            min_offset = store.get_min_offset_in_queue(h.topic, h.queue_id)
+            if min_offset <= 0 and not store.check_in_disk_by_consume_offset(h.topic, h.queue_id, 0):
+                offset = 0
+            else:
+                return request.create_response(
+                    ResponseCode.QUERY_NOT_FOUND,
+                    "Not found, V3_0_6_SNAPSHOT maybe this group consumer boot first",
+                    ext_fields={})
+        return request.create_response(
+            ResponseCode.SUCCESS,
+            ext_fields=QueryConsumerOffsetResponseHeader(offset=offset).to_ext_fields())
