@@ -77,6 +77,7 @@ SCAN_GRACE = 1.0  # scanResponseTable: beginTimestamp + timeoutMillis + 1000 <= 
 # pull bodies of up to a few MiB, so the pause point sits higher to keep writes batched.
 DEFAULT_WRITE_HIGH_WATER = 4 * 1024 * 1024
 DEFAULT_WRITE_LOW_WATER = 1024 * 1024
+_FLUSH_AT = 256 * 1024  # queued bytes that trigger a flush before the end of the iteration
 
 _RESPONSE = int(RpcFlag.RESPONSE)
 _ONEWAY = int(RpcFlag.ONEWAY)
@@ -292,6 +293,7 @@ class Channel(asyncio.Protocol):
         "_tasks",
         "_wbuf",
         "_wrelease",
+        "_wbuf_size",
         "_flush_scheduled",
         "_writable",
         "_last_activity",
@@ -341,6 +343,7 @@ class Channel(asyncio.Protocol):
         self._tasks: set[asyncio.Task[None]] = set()
         self._wbuf: list[bytes | bytearray | memoryview] = []
         self._wrelease: list[Permits] = []
+        self._wbuf_size = 0
         self._flush_scheduled = False
         self._writable = asyncio.Event()
         self._writable.set()
@@ -559,25 +562,50 @@ class Channel(asyncio.Protocol):
         return True
 
     def _write_response(self, response: RemotingCommand) -> None:
-        if not self._closing:
-            self._write(response)
+        if self._closing:
+            return
+        try:
+            head, body = response.encode_parts()
+        except Exception as exc:  # e.g. a header over 16 MiB: answer, never kill the reader
+            log.error("remoting.response_encode_failed", peer=self.remote_addr,
+                      code=response.code, opaque=response.opaque, exc_info=exc)
+            head, body = RemotingCommand(
+                _SYSTEM_ERROR, opaque=response.opaque, flag=_RESPONSE,
+                remark=f"response could not be encoded: {exc}",
+                serialize_type=response.serialize_type).encode_parts()
+        self._queue(head, body)
 
     def _write(self, cmd: RemotingCommand) -> None:
         head, body = cmd.encode_parts()
+        self._queue(head, body)
+
+    def _queue(self, head: bytes, body: bytes | bytearray | memoryview | None) -> None:
         wbuf = self._wbuf
         wbuf.append(head)
+        size = self._wbuf_size + len(head)
         if body is not None:
             wbuf.append(body)
-        if not self._flush_scheduled:
+            size += len(body)
+        self._wbuf_size = size
+        if size >= _FLUSH_AT:
+            # A caller sending in a loop without yielding would otherwise buffer without
+            # bound here; handing the batch over now lets the transport's watermarks
+            # pause it (invoke* then wait for resume_writing).
+            self._flush_now()
+        elif not self._flush_scheduled:
             self._flush_scheduled = True
             self._loop.call_soon(self._flush)  # type: ignore[union-attr]
 
     def _flush(self) -> None:
         self._flush_scheduled = False
+        self._flush_now()
+
+    def _flush_now(self) -> None:
         transport = self._transport
         buf = self._wbuf
         if buf:
             self._wbuf = []
+            self._wbuf_size = 0
             if transport is not None and not self._closing:
                 transport.writelines(buf)
                 self._last_activity = self._loop.time()  # type: ignore[union-attr]
@@ -627,12 +655,12 @@ class Channel(asyncio.Protocol):
         if not self._writable.is_set():
             await self._wait_writable(deadline, cmd)
         cmd.flag &= ~_RESPONSE
-        opaque = cmd.opaque
+        head, body = cmd.encode_parts()  # before registering: an encode error leaves no entry
         fut: asyncio.Future[RemotingCommand] = loop.create_future()
-        entry = ResponseFuture(opaque, cmd.code, timeout, deadline, fut, self._pending)
+        entry = ResponseFuture(cmd.opaque, cmd.code, timeout, deadline, fut, self._pending)
         entry._timer = loop.call_at(deadline, self._expire, entry)
         self._register(entry)
-        self._write(cmd)
+        self._queue(head, body)
         return await fut
 
     def _register(self, entry: ResponseFuture) -> None:
@@ -694,15 +722,16 @@ class Channel(asyncio.Protocol):
                 await self._wait_writable(deadline, cmd)
             else:
                 self._check_open(cmd)
+            cmd.flag &= ~_RESPONSE
+            head, body = cmd.encode_parts()
         except BaseException:
             permits.release()
             raise
-        cmd.flag &= ~_RESPONSE
         fut: asyncio.Future[RemotingCommand] = loop.create_future()
         entry = ResponseFuture(cmd.opaque, cmd.code, timeout, deadline, fut, self._pending,
                                permits, callback)
         self._register(entry)
-        self._write(cmd)
+        self._queue(head, body)
         return fut
 
     async def invoke_oneway(self, cmd: RemotingCommand, timeout: float) -> None:
@@ -728,11 +757,12 @@ class Channel(asyncio.Protocol):
                 await self._wait_writable(deadline, cmd)
             else:
                 self._check_open(cmd)
-            self._write(cmd)
+            head, body = cmd.encode_parts()
         except BaseException:
             permits.release()
             raise
-        self._wrelease.append(permits)
+        self._wrelease.append(permits)  # before queueing: an early flush releases it
+        self._queue(head, body)
 
     def _too_much(self, where: str, what: str, timeout: float,
                   permits: Permits) -> RemotingTooMuchRequestError:
@@ -782,6 +812,7 @@ class Channel(asyncio.Protocol):
         if self._closing:
             return
         self._wbuf = []
+        self._wbuf_size = 0
         self._shutdown(exc, f"connection to {self.remote_addr} aborted", abort=True)
 
     async def wait_closed(self) -> None:
@@ -804,6 +835,7 @@ class Channel(asyncio.Protocol):
             if self._wbuf and not abort:
                 transport.writelines(self._wbuf)
             self._wbuf = []
+            self._wbuf_size = 0
             if abort:
                 transport.abort()
             else:

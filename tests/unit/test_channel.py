@@ -349,6 +349,55 @@ async def test_permits_fifo_and_cancellation() -> None:
     assert permits.available == 1 and permits.waiting == 0
 
 
+async def test_cancelled_invoke_forgets_its_entry(channel: Channel, held: Held) -> None:
+    call = asyncio.ensure_future(channel.invoke(request(HOLD), timeout=10))
+    await held.items.get()
+    assert channel.pending_count == 1
+    call.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await call
+    await wait_until(lambda: channel.pending_count == 0)
+    assert channel.is_active
+
+
+async def test_paused_writes_block_invocations_until_the_peer_reads() -> None:
+    started: asyncio.Future[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = (
+        asyncio.get_running_loop().create_future())
+
+    async def not_reading(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        started.set_result((reader, writer))
+
+    srv = await asyncio.start_server(not_reading, "127.0.0.1", 0)
+    port = srv.sockets[0].getsockname()[1]
+    ch = await Channel.connect("127.0.0.1", port, write_high_water=64 * 1024,
+                               write_low_water=16 * 1024)
+    reader, writer = await started
+    drain: asyncio.Task[None] | None = None
+    try:
+        body = bytes(256 * 1024)
+        with pytest.raises(RemotingTimeoutError) as info:
+            for _ in range(2000):  # the kernel buffers fill within a few dozen MiB
+                await ch.invoke_oneway(request(ECHO, body=body), 0.2)
+        assert "paused" in str(info.value) and ch.remote_addr in str(info.value)
+        assert ch._oneway_permits.available == ch._oneway_permits.limit
+
+        async def read_everything() -> None:
+            while await reader.read(1 << 20):
+                pass
+
+        drain = asyncio.ensure_future(read_everything())
+        await ch.invoke_oneway(request(ECHO, body=body), 10)  # resumes once the peer reads
+    finally:
+        ch.close()
+        await ch.wait_closed()
+        if drain is not None:
+            await drain
+        writer.close()
+        await writer.wait_closed()
+        srv.close()
+        await srv.wait_closed()
+
+
 # -- closing ----------------------------------------------------------------------------
 
 
