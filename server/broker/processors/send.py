@@ -1,0 +1,362 @@
+"""SEND_MESSAGE (10), SEND_MESSAGE_V2 (310), SEND_BATCH_MESSAGE (320) (upstream ``SendMessageProcessor``).
+
+Contract (REMOTING.md 4.1, 5.1, 5.5, 6.7):
+
+* The header is decoded once (letters or long names) and the path is chosen by its
+  ``batch`` flag, not by the code. Checks, in upstream's order, each with upstream's
+  code and remark: broker writable for order topics (NO_PERMISSION); topic name
+  (SYSTEM_ERROR); topics nobody may send to (NO_PERMISSION); topic exists, else
+  auto-created from ``defaultTopic`` (TBW102) or, for ``%RETRY%`` topics, created with
+  1 queue, else TOPIC_NOT_EXIST; ``queueId < max(read, write)`` (SYSTEM_ERROR); a
+  negative queue id picks a random writable queue.
+* Single path: properties stored minus ``WAIT`` plus ``CLUSTER`` (the map handed to the
+  store keeps ``WAIT`` for SYNC_FLUSH). Batch path: each member stores
+  ``inner + \\x02 + batch-level`` pairs (header ``i`` plus ``CLUSTER``), ``WAIT`` kept.
+  Born host = the peer address, store host = ``brokerIP1:listenPort``.
+* Every answer carries extFields ``MSG_REGION`` and ``TRACE_ON`` (the Java client reads
+  them unconditionally); success adds ``msgId`` (comma-joined for a batch), ``queueId``
+  and ``queueOffset``. Store statuses map to codes as upstream ``handlePutMessageResult``.
+* Extension point: ``hooks`` run between validation and the store, in order; each gets
+  the ``SendContext`` and may rewrite ``ctx.inner`` (topic, queue, properties, sysflag;
+  retry/DLQ redirection, transactional half messages, delay levels) or return a
+  response to answer at once. ``put`` may be replaced the same way.
+* Delay levels: until a schedule hook is installed, a message with ``DELAY`` > 0 is
+  stored in its own topic and queue (delivered at once) and a warning is logged once.
+* Hot path: with an ASYNC_FLUSH store the handler is a plain function returning the
+  response; when the store answers later (SYNC_FLUSH) the handler returns a coroutine.
+"""
+
+from __future__ import annotations
+
+import inspect
+import random
+import shutil
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+import structlog
+
+from protocol.bodies import TopicConfig
+from protocol.channel import Channel, Handler
+from protocol.codes import (
+    MessageConst,
+    MessageSysFlag,
+    MixAll,
+    Perm,
+    RequestCode,
+    ResponseCode,
+    TopicSysFlag,
+)
+from protocol.command import RemotingCommand
+from protocol.errors import HeaderError, ProtocolError
+from protocol.headers import SendMessageRequestHeader, decode_send_request_header
+from protocol.message import (
+    MAX_TOPIC_LENGTH,
+    decode_batch,
+    decode_properties,
+    encode_properties,
+    socket_address_to_bytes,
+)
+from server.store.inner import MessageExtBrokerInner, PutMessageResult, PutMessageStatus
+
+from ..topic_config import validate_topic
+
+if TYPE_CHECKING:
+    from ..controller import BrokerController
+
+__all__ = ["SendMessageProcessor", "SendContext", "SendHook"]
+
+log = structlog.get_logger("aiorocketmq.broker.send")
+
+_WAIT = MessageConst.PROPERTY_WAIT_STORE_MSG_OK
+_CLUSTER = MessageConst.PROPERTY_CLUSTER
+_DELAY = MessageConst.PROPERTY_DELAY_TIME_LEVEL
+_TRAN_MSG = MessageConst.PROPERTY_TRANSACTION_PREPARED
+_PS = MessageConst.PROPERTY_SEPARATOR
+_RETRY_PREFIX = MixAll.RETRY_GROUP_TOPIC_PREFIX
+_RW = int(Perm.READ | Perm.WRITE)
+_FAQ = "\nSee http://rocketmq.apache.org/docs/faq/ for further details."
+
+# PutMessageStatus -> (response code, remark or None, stored?) (handlePutMessageResult).
+_STORED = {
+    PutMessageStatus.PUT_OK: ResponseCode.SUCCESS,
+    PutMessageStatus.FLUSH_DISK_TIMEOUT: ResponseCode.FLUSH_DISK_TIMEOUT,
+    PutMessageStatus.FLUSH_SLAVE_TIMEOUT: ResponseCode.FLUSH_SLAVE_TIMEOUT,
+    PutMessageStatus.SLAVE_NOT_AVAILABLE: ResponseCode.SLAVE_NOT_AVAILABLE,
+}
+_FAILED_REMARKS = {
+    PutMessageStatus.CREATE_MAPEDFILE_FAILED: "create mapped file failed, server is busy or broken.",
+    PutMessageStatus.OS_PAGECACHE_BUSY: "[PC_SYNCHRONIZED]broker busy, start flow control for a while",
+    PutMessageStatus.UNKNOWN_ERROR: "UNKNOWN_ERROR",
+}
+
+
+class SendContext:
+    """One send on its way to the store; hooks may rewrite ``inner`` and ``response_queue_id``."""
+
+    __slots__ = ("channel", "request", "header", "topic_config", "inner", "response_queue_id",
+                 "response", "batch")
+
+    def __init__(self, channel: Channel, request: RemotingCommand, header: SendMessageRequestHeader,
+                 topic_config: TopicConfig, inner: MessageExtBrokerInner | list[MessageExtBrokerInner],
+                 response_queue_id: int, response: RemotingCommand) -> None:
+        self.channel = channel
+        self.request = request
+        self.header = header
+        self.topic_config = topic_config
+        self.inner = inner
+        self.response_queue_id = response_queue_id
+        self.response = response
+        self.batch = isinstance(inner, list)
+
+
+SendHook = Callable[[SendContext], "RemotingCommand | None"]
+
+
+class SendMessageProcessor:
+    """The send family; ``hooks`` and ``put`` are the extension points (module docstring)."""
+
+    def __init__(self, broker: BrokerController) -> None:
+        self._b = broker
+        self.hooks: list[SendHook] = []
+        self.put: Callable[[MessageExtBrokerInner], Any] = broker.store.put_message
+        self.put_batch: Callable[[list[MessageExtBrokerInner]], Any] = broker.store.put_messages
+        self._store_host = b""
+        self._delay_warned = False
+
+    def handlers(self) -> dict[int, Handler]:
+        return {
+            RequestCode.SEND_MESSAGE: self.process,
+            RequestCode.SEND_MESSAGE_V2: self.process,
+            RequestCode.SEND_BATCH_MESSAGE: self.process,
+        }
+
+    @property
+    def store_host(self) -> bytes:
+        if not self._store_host:
+            self._store_host = socket_address_to_bytes(self._b.config.broker_addr)
+        return self._store_host
+
+    # -- the handler ----------------------------------------------------------------------
+
+    def process(self, channel: Channel, request: RemotingCommand
+                ) -> RemotingCommand | Awaitable[RemotingCommand]:
+        header = decode_send_request_header(request)
+        config = self._b.config
+        response = request.create_response(-1, ext_fields={
+            MessageConst.PROPERTY_MSG_REGION: config.region_id,
+            MessageConst.PROPERTY_TRACE_SWITCH: "true" if config.trace_on else "false",
+        })
+        tc = self._msg_check(channel, header, response)
+        if tc is None:
+            return response
+        queue_id = header.queue_id
+        if queue_id < 0:
+            queue_id = random.randrange(99999999) % max(tc.write_queue_nums, 1)
+        if header.batch:
+            return self._send_batch(channel, request, header, tc, queue_id, response)
+        return self._send_single(channel, request, header, tc, queue_id, response)
+
+    def _msg_check(self, channel: Channel, header: SendMessageRequestHeader,
+                   response: RemotingCommand) -> TopicConfig | None:
+        """``AbstractSendMessageProcessor.msgCheck``: the topic config, or ``None`` with ``response`` set."""
+        b = self._b
+        topic = header.topic
+        if not Perm.writeable(b.config.broker_permission) and b.topics.is_order_topic(topic):
+            return _fail(response, ResponseCode.NO_PERMISSION,
+                         f"the broker[{b.config.broker_ip1}] sending message is forbidden")
+        remark = validate_topic(topic)
+        if remark is not None:
+            return _fail(response, ResponseCode.SYSTEM_ERROR, remark)
+        if b.topics.is_not_allowed_send_topic(topic):
+            return _fail(response, ResponseCode.NO_PERMISSION,
+                         f"Sending message to topic[{topic}] is forbidden.")
+        tc = b.topics.select(topic)
+        if tc is None:
+            sys_flag = 0
+            if header.unit_mode:
+                sys_flag = (TopicSysFlag.UNIT_SUB if topic.startswith(_RETRY_PREFIX)
+                            else TopicSysFlag.UNIT)
+            log.warning("broker.send_topic_missing", topic=topic, producer=channel.remote_addr)
+            tc = b.topics.create_topic_in_send_message_method(
+                topic, header.default_topic, channel.remote_addr,
+                header.default_topic_queue_nums, sys_flag)
+            if tc is None and topic.startswith(_RETRY_PREFIX):
+                tc = b.topics.create_topic_in_send_message_back_method(topic, 1, _RW, sys_flag)
+            if tc is None:
+                return _fail(response, ResponseCode.TOPIC_NOT_EXIST,
+                             f"topic[{topic}] not exist, apply first please!{_FAQ}")
+        valid = max(tc.write_queue_nums, tc.read_queue_nums)
+        if header.queue_id >= valid:
+            remark = (f"request queueId[{header.queue_id}] is illegal, {_topic_config_str(tc)} "
+                      f"Producer: {channel.remote_addr}")
+            log.warning("broker.send_bad_queue", remark=remark)
+            return _fail(response, ResponseCode.SYSTEM_ERROR, remark)
+        return tc
+
+    def _sys_flag(self, header: SendMessageRequestHeader, tc: TopicConfig) -> int:
+        sys_flag = header.sys_flag
+        if tc.topic_filter_type == "MULTI_TAG":
+            sys_flag |= MessageSysFlag.MULTI_TAGS_FLAG
+        return sys_flag
+
+    def _send_single(self, channel: Channel, request: RemotingCommand,
+                     header: SendMessageRequestHeader, tc: TopicConfig, queue_id: int,
+                     response: RemotingCommand) -> RemotingCommand | Awaitable[RemotingCommand]:
+        props = decode_properties(header.properties or "")
+        props[_CLUSTER] = self._b.config.broker_cluster_name
+        if _WAIT in props:
+            # Upstream stores the string without WAIT (9 bytes saved per message) but keeps
+            # WAIT in the map the store reads for SYNC_FLUSH.
+            wait = props.pop(_WAIT)
+            stored = encode_properties(props)
+            props[_WAIT] = wait
+        else:
+            stored = encode_properties(props)
+        if props.get(_TRAN_MSG, "").lower() == "true" and self._b.config.reject_transaction_message:
+            return _fail_response(response, ResponseCode.NO_PERMISSION,
+                                  f"the broker[{self._b.config.broker_ip1}] sending transaction "
+                                  "message is forbidden")
+        inner = MessageExtBrokerInner(
+            topic=header.topic, queue_id=queue_id, body=bytes(request.body or b""),
+            flag=header.flag, properties=props, properties_string=stored,
+            sys_flag=self._sys_flag(header, tc), born_timestamp=header.born_timestamp,
+            born_host=_born_host(channel), store_host=self.store_host,
+            reconsume_times=header.reconsume_times or 0)
+        ctx = SendContext(channel, request, header, tc, inner, queue_id, response)
+        for hook in self.hooks:
+            early = hook(ctx)
+            if early is not None:
+                return early
+        if ctx.inner is inner:
+            self._neutralize_delay(inner)
+        result = self.put(ctx.inner)
+        return self._answer(ctx, result)
+
+    def _neutralize_delay(self, inner: MessageExtBrokerInner) -> None:
+        """No schedule service yet: keep a delayed message in its own topic (stored string unchanged)."""
+        level = inner.properties.get(_DELAY)
+        if level is None or level.strip() in ("", "0"):
+            return
+        del inner.properties[_DELAY]
+        if not self._delay_warned:
+            self._delay_warned = True
+            log.warning("broker.delay_level_not_implemented", topic=inner.topic, level=level,
+                        detail="messages with DELAY are delivered at once")
+
+    def _send_batch(self, channel: Channel, request: RemotingCommand,
+                    header: SendMessageRequestHeader, tc: TopicConfig, queue_id: int,
+                    response: RemotingCommand) -> RemotingCommand | Awaitable[RemotingCommand]:
+        topic = header.topic
+        if len(topic) > MAX_TOPIC_LENGTH:
+            return _fail_response(response, ResponseCode.MESSAGE_ILLEGAL,
+                                  f"message topic length too long {len(topic)}")
+        try:
+            members = decode_batch(request.body or b"", topic=topic)
+        except ProtocolError as exc:
+            raise HeaderError(f"SEND_BATCH_MESSAGE body does not decode: {exc}") from exc
+        if not members:
+            return _fail_response(response, ResponseCode.MESSAGE_ILLEGAL,
+                                  "the batch message body is empty")
+        batch_props = decode_properties(header.properties or "")
+        batch_props[_CLUSTER] = self._b.config.broker_cluster_name
+        batch_str = encode_properties(batch_props)
+        sys_flag = self._sys_flag(header, tc)
+        born_host = _born_host(channel)
+        store_host = self.store_host
+        reconsume = header.reconsume_times or 0
+        inners = []
+        for m in members:
+            own = encode_properties(m.properties)
+            stored = own + _PS + batch_str if own and not own.endswith(_PS) else own + batch_str
+            merged = dict(m.properties)
+            merged.update(batch_props)
+            inners.append(MessageExtBrokerInner(
+                topic=topic, queue_id=queue_id, body=m.body, flag=m.flag, properties=merged,
+                properties_string=stored, sys_flag=sys_flag,
+                born_timestamp=header.born_timestamp, born_host=born_host,
+                store_host=store_host, reconsume_times=reconsume))
+        ctx = SendContext(channel, request, header, tc, inners, queue_id, response)
+        for hook in self.hooks:
+            early = hook(ctx)
+            if early is not None:
+                return early
+        result = self.put_batch(ctx.inner)  # type: ignore[arg-type]
+        return self._answer(ctx, result)
+
+    # -- answering ------------------------------------------------------------------------
+
+    def _answer(self, ctx: SendContext, result: Any) -> RemotingCommand | Awaitable[RemotingCommand]:
+        if inspect.isawaitable(result):
+            return self._answer_later(ctx, result)
+        return self._handle_put_result(ctx, result)
+
+    async def _answer_later(self, ctx: SendContext,
+                            result: Awaitable[PutMessageResult]) -> RemotingCommand:
+        return self._handle_put_result(ctx, await result)
+
+    def _handle_put_result(self, ctx: SendContext, result: PutMessageResult | None) -> RemotingCommand:
+        response = ctx.response
+        if result is None:
+            return _fail_response(response, ResponseCode.SYSTEM_ERROR, "store putMessage return null")
+        status = result.status
+        code = _STORED.get(status)
+        if code is None or result.append_result is None:
+            if status in (PutMessageStatus.MESSAGE_ILLEGAL, PutMessageStatus.PROPERTIES_SIZE_EXCEEDED):
+                max_size = self._b.store_config.max_message_size
+                return _fail_response(
+                    response, ResponseCode.MESSAGE_ILLEGAL,
+                    f"the message is illegal, maybe msg body or properties length not matched. "
+                    f"msg body length limit {max_size}B, msg properties length limit 32KB.")
+            if status is PutMessageStatus.SERVICE_NOT_AVAILABLE:
+                return _fail_response(
+                    response, ResponseCode.SERVICE_NOT_AVAILABLE,
+                    "service not available now. It may be caused by one of the following "
+                    f"reasons: the broker's disk is full [{self._disk_util()}], messages are put "
+                    "to the slave, message store has been shut down, etc.")
+            return _fail_response(response, ResponseCode.SYSTEM_ERROR,
+                                  _FAILED_REMARKS.get(status, "UNKNOWN_ERROR DEFAULT"))
+        append = result.append_result
+        response.code = code
+        response.remark = None
+        ext = response.ext_fields
+        assert ext is not None
+        ext["msgId"] = append.msg_id
+        ext["queueId"] = str(ctx.response_queue_id)
+        ext["queueOffset"] = str(append.logics_offset)
+        return response
+
+    def _disk_util(self) -> str:
+        root = self._b.store_config.store_path_root_dir
+        try:
+            usage = shutil.disk_usage(root)
+            ratio = usage.used / usage.total if usage.total else 0.0
+        except OSError:
+            ratio = -1.0
+        return f"CL: {ratio:5.2f} CQ: {ratio:5.2f} INDEX: {ratio:5.2f}"
+
+
+def _fail(response: RemotingCommand, code: int, remark: str) -> None:
+    response.code = code
+    response.remark = remark
+    return None
+
+
+def _fail_response(response: RemotingCommand, code: int, remark: str) -> RemotingCommand:
+    response.code = code
+    response.remark = remark
+    return response
+
+
+def _born_host(channel: Channel) -> bytes:
+    try:
+        return socket_address_to_bytes(channel.remote_addr)
+    except ValueError:
+        return bytes(8)  # not an IP peer (tests over a pipe); upstream would fail the same way later
+
+
+def _topic_config_str(tc: TopicConfig) -> str:
+    return (f"TopicConfig [topicName={tc.topic_name}, readQueueNums={tc.read_queue_nums}, "
+            f"writeQueueNums={tc.write_queue_nums}, perm={Perm.to_string(tc.perm)}, "
+            f"topicFilterType={tc.topic_filter_type}, topicSysFlag={tc.topic_sys_flag}, "
+            f"order={'true' if tc.order else 'false'}]")
