@@ -101,6 +101,28 @@ class NamesrvConfig:
             if key not in _ATTR_BY_KEY:
                 self.extra[key] = raw
 
+    def update(self, props: Mapping[str, str]) -> list[str]:
+        """UPDATE_NAMESRV_CONFIG: change only keys that already exist, all or nothing.
+
+        Upstream ``Configuration.update`` (``mergeIfExist`` + ``properties2Object``): a key
+        that is neither a setting nor a kept extra is ignored. Returns the ignored keys.
+
+        Raises:
+            ConfigError: a known key whose value is not of the key's type.
+        """
+        typed = self.parse(props)
+        for attr, value in typed.items():
+            setattr(self, attr, value)
+        ignored = []
+        for key, raw in props.items():
+            if key in _ATTR_BY_KEY:
+                continue
+            if key in self.extra:
+                self.extra[key] = raw
+            else:
+                ignored.append(key)
+        return ignored
+
     def to_properties(self) -> dict[str, str]:
         """Every setting as upstream property text values (``true``/``false``, decimals)."""
         out: dict[str, str] = {}

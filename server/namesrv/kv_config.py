@@ -26,7 +26,7 @@ from pathlib import Path
 
 import structlog
 
-__all__ = ["KVConfigManager", "KVConfigLoadError"]
+__all__ = ["KVConfigManager", "KVConfigLoadError", "atomic_write_text"]
 
 log = structlog.get_logger("aiorocketmq.namesrv.kv")
 
@@ -133,7 +133,7 @@ class KVConfigManager:
                 return  # a write that started after our change already covered it
             generation = self._generation
             text = self.encode()
-            await asyncio.to_thread(_atomic_write, self.path, text)
+            await asyncio.to_thread(atomic_write_text, self.path, text)
             self._persisted = max(self._persisted, generation)
 
     def encode(self) -> str:
@@ -142,7 +142,7 @@ class KVConfigManager:
                           separators=(",", ":"))
 
 
-def _atomic_write(path: Path, text: str) -> None:
+def atomic_write_text(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` so a crash leaves either the old or the new file."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")

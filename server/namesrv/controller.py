@@ -1,0 +1,139 @@
+"""NamesrvController: wires config, routes, KV store and server, and owns their lifecycle.
+
+Upstream ``NamesrvController`` + ``BrokerHousekeepingService``:
+
+* ``start()``: load the KV file, bind the RemotingServer (port 0 picks a free port), then
+  create ``_scan_task`` running ``_scan_routine``, which every ``scanNotActiveBrokerInterval``
+  removes brokers silent for longer than ``brokerChannelExpiredTime`` and closes their
+  connections (upstream: every 10 s after 5 s, 120 s).
+* A connection that closes (peer gone, error, idle) removes the broker registered over it at
+  once (``onChannelClose`` / ``onChannelException`` / ``onChannelIdle`` -> ``onChannelDestroy``).
+* ``stop()`` is idempotent and ordered: cancel and await the scan task, then stop the server
+  (closes every connection, waits for in-flight handlers, so a KV write finishes first).
+
+A failed ``start()`` undoes what it did and re-raises (``OSError`` for a taken port,
+``KVConfigLoadError`` for a corrupt KV file).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import structlog
+
+from protocol.channel import Channel
+from server.remoting import RemotingServer
+
+from .config import NamesrvConfig
+from .kv_config import KVConfigManager
+from .processor import NamesrvProcessor
+from .route_info import RouteInfoManager
+
+__all__ = ["NamesrvController"]
+
+log = structlog.get_logger("aiorocketmq.namesrv")
+
+_FIRST_SCAN_DELAY = 5.0  # upstream scheduleAtFixedRate(scanNotActiveBroker, 5, 10, SECONDS)
+
+
+class NamesrvController:
+    """One nameserver: ``await start()``, serve, ``await stop()``."""
+
+    def __init__(self, config: NamesrvConfig) -> None:
+        self.config = config
+        self.kv = KVConfigManager(config.kv_config_path)
+        self.routes = RouteInfoManager(
+            broker_channel_expired_ms=config.broker_channel_expired_time_ms)
+        self.processor = NamesrvProcessor(config, self.routes, self.kv)
+        self.server = RemotingServer(
+            self.processor.table,
+            host=config.bind_address,
+            port=config.listen_port,
+            on_channel_close=self._on_channel_close,
+            idle_timeout=float(config.server_channel_max_idle_time_seconds),
+            oneway_permits=config.server_oneway_semaphore_value,
+            async_permits=config.server_async_semaphore_value,
+        )
+        self._scan_task: asyncio.Task[None] | None = None
+        self._started = False
+        self._stopped = False
+
+    @property
+    def address(self) -> str:
+        """``host:port`` the server listens on (the real port once started)."""
+        return self.server.address
+
+    async def start(self) -> None:
+        """Load state, listen, start the expiry scan."""
+        if self._started:
+            raise RuntimeError("NamesrvController.start(): already started")
+        self._started = True
+        try:
+            self.kv.load()
+            await self.server.start()
+            self._scan_task = asyncio.get_running_loop().create_task(
+                self._scan_routine(), name="namesrv-scan-not-active-broker")
+        except BaseException:
+            await self.stop()
+            raise
+        log.info("namesrv.started", address=self.address, kv_path=str(self.kv.path),
+                 broker_expired_ms=self.config.broker_channel_expired_time_ms,
+                 scan_interval_ms=self.config.scan_not_active_broker_interval_ms)
+
+    async def stop(self) -> None:
+        """Stop the scan, then the server. Idempotent."""
+        if self._stopped:
+            return
+        self._stopped = True
+        task = self._scan_task
+        self._scan_task = None
+        if task is not None:
+            task.cancel()
+            try:
+                await task
+            except asyncio.CancelledError:
+                # Our own child, just cancelled; re-raise if *we* are being cancelled.
+                current = asyncio.current_task()
+                if current is not None and current.cancelling():
+                    raise
+        await self.server.stop()
+        log.info("namesrv.stopped", address=self.address)
+
+    async def __aenter__(self) -> NamesrvController:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.stop()
+
+    # -- broker housekeeping --------------------------------------------------------------
+
+    def _on_channel_close(self, channel: Channel, exc: BaseException | None) -> None:
+        removed = self.routes.on_channel_destroy(channel.remote_addr, channel)
+        if removed is not None:
+            log.info("namesrv.broker_channel_closed", broker_addr=removed,
+                     peer=channel.remote_addr, reason=None if exc is None else str(exc))
+
+    async def _scan_routine(self) -> None:
+        interval = self.config.scan_interval
+        try:
+            await asyncio.sleep(min(_FIRST_SCAN_DELAY, interval))
+            while True:
+                self.scan_not_active_brokers()
+                await asyncio.sleep(interval)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("namesrv.scan_routine_failed")
+            raise
+
+    def scan_not_active_brokers(self, now_ms: int | None = None) -> int:
+        """One expiry pass; closes the expired brokers' connections. Returns the count."""
+        if now_ms is None:
+            now_ms = time.time_ns() // 1_000_000
+        removed = self.routes.scan_not_active_brokers(now_ms=now_ms)
+        for _addr, channel in removed:
+            if isinstance(channel, Channel):
+                channel.close()
+        return len(removed)

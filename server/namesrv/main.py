@@ -1,0 +1,120 @@
+"""``mqnamesrv``: run one nameserver until SIGTERM/SIGINT (upstream ``NamesrvStartup``).
+
+Usage: ``python -m server.namesrv.main [-p PORT] [--host HOST] [-c namesrv.properties]
+[--kv-path FILE] [--scan-interval-ms MS] [--broker-expired-ms MS] [--log-format ...]``.
+
+* ``-c`` reads an upstream properties file (``listenPort``, ``kvConfigPath``,
+  ``orderMessageEnable``, ...); as upstream, that file then becomes ``configStorePath``,
+  where UPDATE_NAMESRV_CONFIG persists. Command-line flags win over the file.
+* Without ``-c``, ``configStorePath`` is ``namesrv.properties`` next to the KV file, so a
+  test that points ``--kv-path`` into a temporary directory writes nothing else elsewhere.
+* Port 0 picks a free port. When ready, exactly one line goes to stdout (flushed):
+  ``The Name Server boot success. serializeType=JSON address=<host>:<port>``; logs go to
+  stderr. The host defaults to 127.0.0.1: listening on every interface (``0.0.0.0``)
+  must be asked for.
+* Exit codes: 0 after a signal-initiated clean stop, 1 when the server cannot start
+  (port taken, corrupt KV file), 2 for bad arguments or configuration.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import structlog
+
+from protocol.codes import SerializeType
+from server.runtime import (
+    add_common_arguments,
+    configure_logging,
+    read_properties_file,
+    serve_until_signalled,
+)
+
+from .config import ConfigError, NamesrvConfig
+from .controller import NamesrvController
+from .kv_config import KVConfigLoadError
+
+__all__ = ["main", "build_config", "READY_LINE"]
+
+READY_LINE = "The Name Server boot success. serializeType={serialize} address={address}"
+
+log = structlog.get_logger("aiorocketmq.namesrv")
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="mqnamesrv", description="RocketMQ nameserver")
+    p.add_argument("-p", "--port", type=int, default=None,
+                   help="listen port (default 9876, or listenPort from -c; 0 = any free port)")
+    p.add_argument("--host", default=None,
+                   help="listen address (default 127.0.0.1; 0.0.0.0 for every interface)")
+    p.add_argument("-c", "--config-file", dest="config_file", default=None,
+                   help="upstream namesrv properties file")
+    p.add_argument("--kv-path", default=None, help="KV config file (kvConfigPath)")
+    p.add_argument("--scan-interval-ms", type=int, default=None,
+                   help="broker expiry scan period (scanNotActiveBrokerInterval, 10000)")
+    p.add_argument("--broker-expired-ms", type=int, default=None,
+                   help="silence after which a broker is removed (brokerChannelExpiredTime, "
+                        "120000)")
+    add_common_arguments(p)
+    return p
+
+
+def build_config(args: argparse.Namespace) -> NamesrvConfig:
+    """The NamesrvConfig the arguments describe.
+
+    Raises:
+        ConfigError: a malformed value; OSError: an unreadable ``-c`` file.
+    """
+    props: dict[str, str] = {}
+    if args.config_file:
+        props = read_properties_file(args.config_file)
+    config = NamesrvConfig.from_properties(props)
+    if args.config_file:
+        config.config_store_path = str(Path(args.config_file))
+    overrides = {
+        "listen_port": args.port,
+        "bind_address": args.host,
+        "kv_config_path": args.kv_path,
+        "scan_not_active_broker_interval_ms": args.scan_interval_ms,
+        "broker_channel_expired_time_ms": args.broker_expired_ms,
+    }
+    for attr, value in overrides.items():
+        if value is not None:
+            setattr(config, attr, value)
+    if not args.config_file and args.kv_path:
+        config.config_store_path = str(Path(args.kv_path).with_name("namesrv.properties"))
+    if not 0 <= config.listen_port <= 65535:
+        raise ConfigError(f"listen port {config.listen_port} is outside 0..65535")
+    if config.scan_not_active_broker_interval_ms <= 0:
+        raise ConfigError("scanNotActiveBrokerInterval must be positive")
+    if config.broker_channel_expired_time_ms <= 0:
+        raise ConfigError("brokerChannelExpiredTime must be positive")
+    return config
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        config = build_config(args)
+    except (ConfigError, OSError) as exc:
+        print(f"mqnamesrv: {exc}", file=sys.stderr)
+        return 2
+    configure_logging(args.log_format, args.log_level)
+    controller = NamesrvController(config)
+
+    async def start() -> None:
+        await controller.start()
+        line = READY_LINE.format(serialize=SerializeType.JSON.name, address=controller.address)
+        print(line, flush=True)
+
+    try:
+        return serve_until_signalled(start, controller.stop)
+    except (OSError, KVConfigLoadError) as exc:
+        log.error("namesrv.start_failed", error=str(exc))
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
