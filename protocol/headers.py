@@ -58,6 +58,9 @@ __all__ = [
     "Int32",
     "Int64",
     "CommandHeader",
+    "command_header",
+    "wire",
+    "camel_case",
     "decode_header",
     "decode_send_request_header",
     "REQUEST_HEADERS",
@@ -300,7 +303,7 @@ class CommandHeader:
 
     extra: dict[str, str] = field(default_factory=dict)
 
-    # Filled by ``_header`` for each concrete class.
+    # Filled by ``command_header`` for each concrete class.
     _specs: ClassVar[tuple[_FieldSpec, ...]] = ()
     _wire_keys: ClassVar[frozenset[str]] = frozenset()
     #: True for upstream FastCodesHeader classes: ``to_ext_fields`` order is the wire order.
@@ -360,8 +363,14 @@ _H = TypeVar("_H", bound=CommandHeader)
 
 
 @dataclass_transform(kw_only_default=True, field_specifiers=(field,))
-def _header(cls: type[_H]) -> type[_H]:
-    """Make ``cls`` a slotted keyword-only dataclass and compile its field table once."""
+def command_header(cls: type[_H]) -> type[_H]:
+    """Class decorator for a ``CommandHeader`` subclass: make it a slotted keyword-only
+    dataclass and compile its field table once, at import.
+
+    Raises:
+        TypeError: a field type the codec does not support (plain ``int`` included:
+            say ``Int32`` or ``Int64``, as Java does).
+    """
     cls = dataclass(slots=True, kw_only=True)(cls)
     hints = typing.get_type_hints(cls, include_extras=True)
     specs = []
@@ -392,7 +401,7 @@ def decode_header(cls: type[_H], request: RemotingCommand) -> _H:
 # Send (REMOTING.md 4.1)
 
 
-@_header
+@command_header
 class SendMessageRequestHeader(CommandHeader):
     """SEND_MESSAGE (10) / SEND_REPLY_MESSAGE (324): long field names (+bname)."""
 
@@ -415,7 +424,7 @@ class SendMessageRequestHeader(CommandHeader):
 _V2_KEYS = frozenset("abcdefghijklmn") | {"bname"}
 
 
-@_header
+@command_header
 class SendMessageRequestHeaderV2(CommandHeader):
     """SEND_MESSAGE_V2 (310), SEND_BATCH_MESSAGE (320), SEND_REPLY_MESSAGE_V2 (325).
 
@@ -574,7 +583,7 @@ class SendMessageRequestHeaderV2(CommandHeader):
 _SEND_RESPONSE_KEYS = frozenset(("msgId", "queueId", "queueOffset", "transactionId"))
 
 
-@_header
+@command_header
 class SendMessageResponseHeader(CommandHeader):
     """Answer to every send code (FastCodesHeader).
 
@@ -630,7 +639,7 @@ def _extra_of(ext: Mapping[str, str], known: frozenset[str]) -> dict[str, str]:
     return {k: v for k, v in ext.items() if k not in known}
 
 
-@_header
+@command_header
 class ReplyMessageRequestHeader(CommandHeader):
     """PUSH_REPLY_MESSAGE_TO_CLIENT (326), broker -> requester; hosts are ``ip:port``."""
 
@@ -662,7 +671,7 @@ _PULL_REQUEST_KEYS = frozenset(
 )
 
 
-@_header
+@command_header
 class PullMessageRequestHeader(CommandHeader):
     """PULL_MESSAGE (11) / LITE_PULL_MESSAGE (361) (FastCodesHeader, +bname).
 
@@ -767,7 +776,7 @@ class PullMessageRequestHeader(CommandHeader):
 _PULL_RESPONSE_KEYS = frozenset(("suggestWhichBrokerId", "nextBeginOffset", "minOffset", "maxOffset"))
 
 
-@_header
+@command_header
 class PullMessageResponseHeader(CommandHeader):
     """Answer to PULL_MESSAGE (FastCodesHeader).
 
@@ -826,7 +835,7 @@ class PullMessageResponseHeader(CommandHeader):
 # Offsets (REMOTING.md 4.5)
 
 
-@_header
+@command_header
 class QueryConsumerOffsetRequestHeader(CommandHeader):
     """QUERY_CONSUMER_OFFSET (14) (+bname)."""
 
@@ -836,12 +845,12 @@ class QueryConsumerOffsetRequestHeader(CommandHeader):
     bname: str | None = None
 
 
-@_header
+@command_header
 class QueryConsumerOffsetResponseHeader(CommandHeader):
     offset: Int64
 
 
-@_header
+@command_header
 class UpdateConsumerOffsetRequestHeader(CommandHeader):
     """UPDATE_CONSUMER_OFFSET (15), usually oneway (+bname)."""
 
@@ -852,12 +861,12 @@ class UpdateConsumerOffsetRequestHeader(CommandHeader):
     bname: str | None = None
 
 
-@_header
+@command_header
 class UpdateConsumerOffsetResponseHeader(CommandHeader):
     """No fields; a JSON answer carrying it has ``"extFields":{}``."""
 
 
-@_header
+@command_header
 class GetMaxOffsetRequestHeader(CommandHeader):
     """GET_MAX_OFFSET (30) (+bname)."""
 
@@ -866,12 +875,12 @@ class GetMaxOffsetRequestHeader(CommandHeader):
     bname: str | None = None
 
 
-@_header
+@command_header
 class GetMaxOffsetResponseHeader(CommandHeader):
     offset: Int64
 
 
-@_header
+@command_header
 class GetMinOffsetRequestHeader(CommandHeader):
     """GET_MIN_OFFSET (31) (+bname)."""
 
@@ -880,12 +889,12 @@ class GetMinOffsetRequestHeader(CommandHeader):
     bname: str | None = None
 
 
-@_header
+@command_header
 class GetMinOffsetResponseHeader(CommandHeader):
     offset: Int64
 
 
-@_header
+@command_header
 class SearchOffsetRequestHeader(CommandHeader):
     """SEARCH_OFFSET_BY_TIMESTAMP (29) (+bname)."""
 
@@ -895,12 +904,12 @@ class SearchOffsetRequestHeader(CommandHeader):
     bname: str | None = None
 
 
-@_header
+@command_header
 class SearchOffsetResponseHeader(CommandHeader):
     offset: Int64
 
 
-@_header
+@command_header
 class GetEarliestMsgStoretimeRequestHeader(CommandHeader):
     """GET_EARLIEST_MSG_STORETIME (32) (+bname)."""
 
@@ -909,7 +918,7 @@ class GetEarliestMsgStoretimeRequestHeader(CommandHeader):
     bname: str | None = None
 
 
-@_header
+@command_header
 class GetEarliestMsgStoretimeResponseHeader(CommandHeader):
     timestamp: Int64
 
@@ -918,14 +927,14 @@ class GetEarliestMsgStoretimeResponseHeader(CommandHeader):
 # Query / view (REMOTING.md 4.10)
 
 
-@_header
+@command_header
 class ViewMessageRequestHeader(CommandHeader):
     """VIEW_MESSAGE_BY_ID (33): ``offset`` is a commit-log offset."""
 
     offset: Int64
 
 
-@_header
+@command_header
 class QueryMessageRequestHeader(CommandHeader):
     """QUERY_MESSAGE (12).
 
@@ -941,7 +950,7 @@ class QueryMessageRequestHeader(CommandHeader):
     unique_key_query: bool | None = field(default=None, metadata=wire("_UNIQUE_KEY_QUERY"))
 
 
-@_header
+@command_header
 class QueryMessageResponseHeader(CommandHeader):
     index_last_update_timestamp: Int64
     index_last_update_phyoffset: Int64
@@ -951,7 +960,7 @@ class QueryMessageResponseHeader(CommandHeader):
 # Client registration, retry, transactions (REMOTING.md 4.6, 4.8, 4.9)
 
 
-@_header
+@command_header
 class UnregisterClientRequestHeader(CommandHeader):
     """UNREGISTER_CLIENT (35): one group per call; note the wire key ``clientID``."""
 
@@ -960,31 +969,31 @@ class UnregisterClientRequestHeader(CommandHeader):
     consumer_group: str | None = None
 
 
-@_header
+@command_header
 class UnregisterClientResponseHeader(CommandHeader):
     """No fields; a JSON answer carrying it has ``"extFields":{}``."""
 
 
-@_header
+@command_header
 class GetConsumerListByGroupRequestHeader(CommandHeader):
     """GET_CONSUMER_LIST_BY_GROUP (38)."""
 
     consumer_group: str
 
 
-@_header
+@command_header
 class GetConsumerListByGroupResponseHeader(CommandHeader):
     """No fields; a JSON answer carrying it has ``"extFields":{}``."""
 
 
-@_header
+@command_header
 class NotifyConsumerIdsChangedRequestHeader(CommandHeader):
     """NOTIFY_CONSUMER_IDS_CHANGED (40), broker -> client, oneway."""
 
     consumer_group: str
 
 
-@_header
+@command_header
 class ConsumerSendMsgBackRequestHeader(CommandHeader):
     """CONSUMER_SEND_MSG_BACK (36) (+bname).
 
@@ -1002,7 +1011,7 @@ class ConsumerSendMsgBackRequestHeader(CommandHeader):
     bname: str | None = None
 
 
-@_header
+@command_header
 class EndTransactionRequestHeader(CommandHeader):
     """END_TRANSACTION (37), oneway (+bname; omitted when answering a check).
 
@@ -1019,7 +1028,7 @@ class EndTransactionRequestHeader(CommandHeader):
     bname: str | None = None
 
 
-@_header
+@command_header
 class CheckTransactionStateRequestHeader(CommandHeader):
     """CHECK_TRANSACTION_STATE (39), broker -> producer, oneway (+bname, unset in 4.9.7)."""
 
@@ -1035,7 +1044,7 @@ class CheckTransactionStateRequestHeader(CommandHeader):
 # Broker admin (REMOTING.md 3.4, 3.5, 4.11)
 
 
-@_header
+@command_header
 class CreateTopicRequestHeader(CommandHeader):
     """UPDATE_AND_CREATE_TOPIC (17); ``topic_filter_type`` is SINGLE_TAG or MULTI_TAG."""
 
@@ -1049,33 +1058,33 @@ class CreateTopicRequestHeader(CommandHeader):
     order: bool
 
 
-@_header
+@command_header
 class DeleteTopicRequestHeader(CommandHeader):
     """DELETE_TOPIC_IN_BROKER (215)."""
 
     topic: str
 
 
-@_header
+@command_header
 class GetAllTopicConfigResponseHeader(CommandHeader):
     """Answer to GET_ALL_TOPIC_CONFIG (21); no fields."""
 
 
-@_header
+@command_header
 class GetBrokerConfigResponseHeader(CommandHeader):
     """Answer to GET_BROKER_CONFIG (26): ``version`` is the DataVersion as JSON text."""
 
     version: str
 
 
-@_header
+@command_header
 class GetTopicStatsInfoRequestHeader(CommandHeader):
     """GET_TOPIC_STATS_INFO (202)."""
 
     topic: str
 
 
-@_header
+@command_header
 class GetConsumeStatsRequestHeader(CommandHeader):
     """GET_CONSUME_STATS (208); without ``topic`` every topic of the group."""
 
@@ -1083,40 +1092,40 @@ class GetConsumeStatsRequestHeader(CommandHeader):
     topic: str | None = None
 
 
-@_header
+@command_header
 class GetConsumeStatsInBrokerHeader(CommandHeader):
     """GET_BROKER_CONSUME_STATS (317)."""
 
     is_order: bool
 
 
-@_header
+@command_header
 class GetConsumerConnectionListRequestHeader(CommandHeader):
     """GET_CONSUMER_CONNECTION_LIST (203)."""
 
     consumer_group: str
 
 
-@_header
+@command_header
 class GetProducerConnectionListRequestHeader(CommandHeader):
     """GET_PRODUCER_CONNECTION_LIST (204)."""
 
     producer_group: str
 
 
-@_header
+@command_header
 class GetAllProducerInfoRequestHeader(CommandHeader):
     """GET_ALL_PRODUCER_INFO (328); no fields."""
 
 
-@_header
+@command_header
 class QueryTopicConsumeByWhoRequestHeader(CommandHeader):
     """QUERY_TOPIC_CONSUME_BY_WHO (300)."""
 
     topic: str
 
 
-@_header
+@command_header
 class GetConsumerRunningInfoRequestHeader(CommandHeader):
     """GET_CONSUMER_RUNNING_INFO (307): admin -> broker, forwarded broker -> client."""
 
@@ -1125,7 +1134,7 @@ class GetConsumerRunningInfoRequestHeader(CommandHeader):
     jstack_enable: bool = False
 
 
-@_header
+@command_header
 class ConsumeMessageDirectlyResultRequestHeader(CommandHeader):
     """CONSUME_MESSAGE_DIRECTLY (309): admin -> broker, forwarded with ``broker_name``."""
 
@@ -1135,7 +1144,7 @@ class ConsumeMessageDirectlyResultRequestHeader(CommandHeader):
     broker_name: str | None = None
 
 
-@_header
+@command_header
 class ResetOffsetRequestHeader(CommandHeader):
     """INVOKE_BROKER_TO_RESET_OFFSET (222) and RESET_CONSUMER_CLIENT_OFFSET (220).
 
@@ -1148,7 +1157,7 @@ class ResetOffsetRequestHeader(CommandHeader):
     is_force: bool
 
 
-@_header
+@command_header
 class GetConsumerStatusRequestHeader(CommandHeader):
     """INVOKE_BROKER_TO_GET_CONSUMER_STATUS (223), GET_CONSUMER_STATUS_FROM_CLIENT (221)."""
 
@@ -1157,7 +1166,7 @@ class GetConsumerStatusRequestHeader(CommandHeader):
     client_addr: str | None = None
 
 
-@_header
+@command_header
 class CloneGroupOffsetRequestHeader(CommandHeader):
     """CLONE_GROUP_OFFSET (314)."""
 
@@ -1167,7 +1176,7 @@ class CloneGroupOffsetRequestHeader(CommandHeader):
     offline: bool = False
 
 
-@_header
+@command_header
 class DeleteSubscriptionGroupRequestHeader(CommandHeader):
     """DELETE_SUBSCRIPTIONGROUP (207)."""
 
@@ -1175,7 +1184,7 @@ class DeleteSubscriptionGroupRequestHeader(CommandHeader):
     remove_offset: bool = False
 
 
-@_header
+@command_header
 class QueryCorrectionOffsetHeader(CommandHeader):
     """QUERY_CORRECTION_OFFSET (308); ``filter_groups`` is comma-separated."""
 
@@ -1184,7 +1193,7 @@ class QueryCorrectionOffsetHeader(CommandHeader):
     topic: str
 
 
-@_header
+@command_header
 class QueryConsumeTimeSpanRequestHeader(CommandHeader):
     """QUERY_CONSUME_TIME_SPAN (303)."""
 
@@ -1192,7 +1201,7 @@ class QueryConsumeTimeSpanRequestHeader(CommandHeader):
     group: str
 
 
-@_header
+@command_header
 class QueryConsumeQueueRequestHeader(CommandHeader):
     """QUERY_CONSUME_QUEUE (321); Java primitives, so all but the strings default to 0."""
 
@@ -1203,7 +1212,7 @@ class QueryConsumeQueueRequestHeader(CommandHeader):
     consumer_group: str | None = None
 
 
-@_header
+@command_header
 class ViewBrokerStatsDataRequestHeader(CommandHeader):
     """VIEW_BROKER_STATS_DATA (315)."""
 
@@ -1211,14 +1220,14 @@ class ViewBrokerStatsDataRequestHeader(CommandHeader):
     stats_key: str
 
 
-@_header
+@command_header
 class ResumeCheckHalfMessageRequestHeader(CommandHeader):
     """RESUME_CHECK_HALF_MESSAGE (323)."""
 
     msg_id: str | None = None
 
 
-@_header
+@command_header
 class CreateAccessConfigRequestHeader(CommandHeader):
     """UPDATE_AND_CREATE_ACL_CONFIG (50)."""
 
@@ -1232,14 +1241,14 @@ class CreateAccessConfigRequestHeader(CommandHeader):
     group_perms: str | None = None
 
 
-@_header
+@command_header
 class DeleteAccessConfigRequestHeader(CommandHeader):
     """DELETE_ACL_CONFIG (51)."""
 
     access_key: str
 
 
-@_header
+@command_header
 class UpdateGlobalWhiteAddrsConfigRequestHeader(CommandHeader):
     """UPDATE_GLOBAL_WHITE_ADDRS_CONFIG (53)."""
 
@@ -1247,7 +1256,7 @@ class UpdateGlobalWhiteAddrsConfigRequestHeader(CommandHeader):
     acl_file_full_path: str
 
 
-@_header
+@command_header
 class GetBrokerAclConfigResponseHeader(CommandHeader):
     """Answer to GET_BROKER_CLUSTER_ACL_INFO (52)."""
 
@@ -1262,7 +1271,7 @@ class GetBrokerAclConfigResponseHeader(CommandHeader):
 # Nameserver (REMOTING.md 3.1, 4.3, 4.4, 4.11)
 
 
-@_header
+@command_header
 class RegisterBrokerRequestHeader(CommandHeader):
     """REGISTER_BROKER (103).
 
@@ -1278,7 +1287,7 @@ class RegisterBrokerRequestHeader(CommandHeader):
     body_crc32: Int32 = 0
 
 
-@_header
+@command_header
 class RegisterBrokerResponseHeader(CommandHeader):
     """Both fields are set only for a slave whose master is known."""
 
@@ -1286,7 +1295,7 @@ class RegisterBrokerResponseHeader(CommandHeader):
     master_addr: str | None = None
 
 
-@_header
+@command_header
 class UnRegisterBrokerRequestHeader(CommandHeader):
     """UNREGISTER_BROKER (104)."""
 
@@ -1296,7 +1305,7 @@ class UnRegisterBrokerRequestHeader(CommandHeader):
     broker_id: Int64
 
 
-@_header
+@command_header
 class GetRouteInfoRequestHeader(CommandHeader):
     """GET_ROUTEINFO_BY_TOPIC (105); ``accept_standard_json_only`` picks the body form."""
 
@@ -1304,7 +1313,7 @@ class GetRouteInfoRequestHeader(CommandHeader):
     accept_standard_json_only: bool | None = None
 
 
-@_header
+@command_header
 class PutKVConfigRequestHeader(CommandHeader):
     """PUT_KV_CONFIG (100)."""
 
@@ -1313,7 +1322,7 @@ class PutKVConfigRequestHeader(CommandHeader):
     value: str
 
 
-@_header
+@command_header
 class GetKVConfigRequestHeader(CommandHeader):
     """GET_KV_CONFIG (101)."""
 
@@ -1321,12 +1330,12 @@ class GetKVConfigRequestHeader(CommandHeader):
     key: str
 
 
-@_header
+@command_header
 class GetKVConfigResponseHeader(CommandHeader):
     value: str | None = None
 
 
-@_header
+@command_header
 class DeleteKVConfigRequestHeader(CommandHeader):
     """DELETE_KV_CONFIG (102)."""
 
@@ -1334,45 +1343,45 @@ class DeleteKVConfigRequestHeader(CommandHeader):
     key: str
 
 
-@_header
+@command_header
 class GetKVListByNamespaceRequestHeader(CommandHeader):
     """GET_KVLIST_BY_NAMESPACE (219)."""
 
     namespace: str
 
 
-@_header
+@command_header
 class WipeWritePermOfBrokerRequestHeader(CommandHeader):
     """WIPE_WRITE_PERM_OF_BROKER (205)."""
 
     broker_name: str
 
 
-@_header
+@command_header
 class WipeWritePermOfBrokerResponseHeader(CommandHeader):
     wipe_topic_count: Int32
 
 
-@_header
+@command_header
 class AddWritePermOfBrokerRequestHeader(CommandHeader):
     """ADD_WRITE_PERM_OF_BROKER (327)."""
 
     broker_name: str
 
 
-@_header
+@command_header
 class AddWritePermOfBrokerResponseHeader(CommandHeader):
     add_topic_count: Int32
 
 
-@_header
+@command_header
 class GetTopicsByClusterRequestHeader(CommandHeader):
     """GET_TOPICS_BY_CLUSTER (224)."""
 
     cluster: str
 
 
-@_header
+@command_header
 class DeleteTopicFromNamesrvRequestHeader(CommandHeader):
     """DELETE_TOPIC_IN_NAMESRV (216); without ``cluster_name`` from every cluster."""
 
@@ -1380,7 +1389,7 @@ class DeleteTopicFromNamesrvRequestHeader(CommandHeader):
     cluster_name: str | None = None
 
 
-@_header
+@command_header
 class QueryDataVersionRequestHeader(CommandHeader):
     """QUERY_DATA_VERSION (322); body is the broker's DataVersion."""
 
@@ -1390,7 +1399,7 @@ class QueryDataVersionRequestHeader(CommandHeader):
     broker_id: Int64
 
 
-@_header
+@command_header
 class QueryDataVersionResponseHeader(CommandHeader):
     changed: bool
 
