@@ -44,6 +44,20 @@ _LANG_BY_VALUE = {lc.value: lc for lc in LanguageCode}
 _encode_str = json.encoder.encode_basestring  # type: ignore[attr-defined]  # "..." with escapes, non-ASCII raw
 _json_loads = json.loads
 
+# A request type always carries the same extFields key set, so the Java HashMap order of
+# each key tuple is computed once (bounded: distinct key sets are few).
+_order_cache: dict[tuple[str, ...], list[str]] = {}
+
+
+def _json_key_order(ef: dict[str, str]) -> list[str]:
+    keys = tuple(ef)
+    order = _order_cache.get(keys)
+    if order is None:
+        order = java_hashmap_order(keys)
+        if len(_order_cache) < 4096:
+            _order_cache[keys] = order
+    return order
+
 
 class RemotingCommand:
     """A request or response; ``ext_fields`` is the flattened custom header (all values ``str``).
@@ -170,7 +184,7 @@ class RemotingCommand:
         if ef is not None:
             parts.append(',"extFields":{')
             first = True
-            for key in java_hashmap_order(ef) if len(ef) > 1 else ef:
+            for key in _json_key_order(ef) if len(ef) > 1 else ef:
                 value = ef[key]
                 if value is None:
                     continue
@@ -325,42 +339,45 @@ class RemotingCommand:
 
     @classmethod
     def _decode_rocketmq_header(cls, header: memoryview) -> RemotingCommand:
-        hlen = len(header)
+        data = bytes(header)  # one small copy; bytes slicing beats memoryview objects here
+        hlen = len(data)
         if hlen < _BIN_FIXED.size + 4:
             raise HeaderError(f"ROCKETMQ header of {hlen} bytes is shorter than its fixed part")
-        code, language, version, opaque, flag, rlen = _BIN_FIXED.unpack_from(header, 0)
+        code, language, version, opaque, flag, rlen = _BIN_FIXED.unpack_from(data, 0)
         pos = _BIN_FIXED.size
+        unpack_int = _INT.unpack_from
         remark: str | None = None
-        if rlen < 0 or rlen > hlen - pos:
-            raise HeaderError(f"remark length {rlen} exceeds header length {hlen}")
-        if rlen:
-            remark = _utf8(header[pos : pos + rlen], "remark")
-            pos += rlen
-        if pos + 4 > hlen:
-            raise HeaderError("ROCKETMQ header ends before extFields length")
-        elen = _INT.unpack_from(header, pos)[0]
-        pos += 4
-        if elen < 0 or elen > hlen - pos:
-            raise HeaderError(f"extFields length {elen} exceeds header length {hlen}")
-        ext: dict[str, str] | None = None
-        if elen:
-            ext = {}
-            end = pos + elen
-            while pos < end:
-                if pos + 2 > end:
-                    raise HeaderError("truncated extFields key length")
-                klen = _SHORT.unpack_from(header, pos)[0]
-                pos += 2
-                if klen < 0 or pos + klen + 4 > end:
-                    raise HeaderError(f"extFields key length {klen} runs past the map")
-                key = _utf8(header[pos : pos + klen], "extFields key")
-                pos += klen
-                vlen = _INT.unpack_from(header, pos)[0]
-                pos += 4
-                if vlen < 0 or pos + vlen > end:
-                    raise HeaderError(f"extFields value length {vlen} runs past the map")
-                ext[key] = _utf8(header[pos : pos + vlen], "extFields value")
-                pos += vlen
+        try:
+            if rlen < 0 or rlen > hlen - pos - 4:
+                raise HeaderError(f"remark length {rlen} exceeds header length {hlen}")
+            if rlen:
+                remark = data[pos : pos + rlen].decode("utf-8")
+                pos += rlen
+            elen = unpack_int(data, pos)[0]
+            pos += 4
+            if elen < 0 or elen > hlen - pos:
+                raise HeaderError(f"extFields length {elen} exceeds header length {hlen}")
+            ext: dict[str, str] | None = None
+            if elen:
+                ext = {}
+                end = pos + elen
+                while pos < end:
+                    if pos + 2 > end:
+                        raise HeaderError("truncated extFields key length")
+                    klen = (data[pos] << 8) | data[pos + 1]
+                    pos += 2
+                    if klen >= 0x8000 or pos + klen + 4 > end:
+                        raise HeaderError(f"extFields key length {klen} runs past the map")
+                    key = data[pos : pos + klen].decode("utf-8")
+                    pos += klen
+                    vlen = unpack_int(data, pos)[0]
+                    pos += 4
+                    if vlen < 0 or pos + vlen > end:
+                        raise HeaderError(f"extFields value length {vlen} runs past the map")
+                    ext[key] = data[pos : pos + vlen].decode("utf-8")
+                    pos += vlen
+        except UnicodeDecodeError as exc:
+            raise HeaderError(f"ROCKETMQ header string is not UTF-8: {exc}") from None
         if pos != hlen:
             raise HeaderError(f"ROCKETMQ header has {hlen - pos} trailing bytes")
         return cls(
@@ -383,10 +400,3 @@ def _as_int(v: Any) -> int:
     if isinstance(v, str):
         return int(v)
     raise TypeError(f"{type(v).__name__} where an int was expected")
-
-
-def _utf8(b: memoryview, what: str) -> str:
-    try:
-        return str(b, "utf-8")
-    except UnicodeDecodeError as exc:
-        raise HeaderError(f"{what} is not UTF-8: {exc}") from None

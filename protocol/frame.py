@@ -60,7 +60,7 @@ class FrameDecoder:
                 if length >= 4
                 else ProtocolError(f"frame length {length} is smaller than the header-length word")
             )
-            buf.clear()
+            self._buf = bytearray()
             raise self._error
         end = 4 + length
         if len(buf) < end:
@@ -69,7 +69,8 @@ class FrameDecoder:
             cmd = RemotingCommand.decode(memoryview(buf)[4:end])
         except ProtocolError as exc:
             self._error = exc
-            buf.clear()
+            # A fresh buffer: the failed decode's traceback may still hold a view of the old one.
+            self._buf = bytearray()
             raise
         del buf[:end]  # bytearray deletes from the front in O(1) amortised
         return cmd
