@@ -129,6 +129,10 @@ class ConsumeQueue:
 
     # -- writing --
 
+    def reserve(self, cq_offset: int, count: int) -> None:
+        """Create the segments units ``cq_offset .. cq_offset+count-1`` need. Raises OSError."""
+        self.mfq.reserve((cq_offset + count) * CQ_STORE_UNIT_SIZE, cq_offset * CQ_STORE_UNIT_SIZE)
+
     def put_unit(self, phy_offset: int, size: int, tags_code: int, cq_offset: int) -> bool:
         """Write unit ``cq_offset``; ignore one already written. Raises OSError on segment creation."""
         if phy_offset + size <= self.max_physic_offset:

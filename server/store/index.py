@@ -259,6 +259,18 @@ class IndexService:
                 if k:
                     self._put(build_key(topic, k), phy_offset, store_timestamp)
 
+    def ensure_capacity(self, n_keys: int) -> None:
+        """Open a new file now if the current one cannot take ``n_keys`` more entries.
+
+        Called before the record is appended, so a full disk fails the put up front.
+        Raises OSError.
+        """
+        if n_keys <= 0:
+            return
+        f = self.files[-1] if self.files else None
+        if f is None or f.index_count + n_keys > f.index_num:
+            self._new_file()
+
     def _put(self, key: str, phy_offset: int, store_timestamp: int) -> None:
         f = self.files[-1] if self.files else None
         if f is None or f.is_write_full:

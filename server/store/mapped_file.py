@@ -60,7 +60,7 @@ class MappedFile:
 
     __slots__ = (
         "path", "file_from_offset", "file_size", "mm", "wrote_position", "flushed_position",
-        "_lock", "_dir_synced", "last_modified_ms", "first_create_in_queue",
+        "_lock", "_dir_synced", "last_modified_ms", "first_create_in_queue", "destroyed",
     )
 
     def __init__(self, path: str, file_from_offset: int, file_size: int, *, create: bool) -> None:
@@ -72,6 +72,7 @@ class MappedFile:
         self._lock = threading.Lock()
         self._dir_synced = not create
         self.first_create_in_queue = False
+        self.destroyed = False
         fd = os.open(path, os.O_RDWR | (os.O_CREAT | os.O_EXCL if create else 0), 0o644)
         try:
             if create:
@@ -147,7 +148,8 @@ class MappedFile:
         with self._lock:
             wrote = self.wrote_position
             flushed = self.flushed_position
-            if wrote <= flushed or not self.is_able_to_flush(least_pages) or self.mm.closed:
+            if (wrote <= flushed or self.destroyed or self.mm.closed
+                    or not self.is_able_to_flush(least_pages)):
                 return flushed
             start = flushed - flushed % mmap.PAGESIZE
             self.mm.flush(start, wrote - start)
@@ -189,6 +191,7 @@ class MappedFile:
     def destroy(self) -> None:
         """Unmap and delete the file."""
         with self._lock:
+            self.destroyed = True
             self._close_mapping()
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(self.path)
@@ -200,13 +203,15 @@ class MappedFile:
 class MappedFileQueue:
     """Ordered segments of one logical stream (the commit log, or one consume queue)."""
 
-    __slots__ = ("store_path", "file_size", "files", "flushed_where")
+    __slots__ = ("store_path", "file_size", "files", "flushed_where", "spares")
 
     def __init__(self, store_path: str, file_size: int) -> None:
         self.store_path = store_path
         self.file_size = file_size
         self.files: list[MappedFile] = []
         self.flushed_where = 0
+        # Segments created ahead of need by ``reserve`` (not yet part of the stream).
+        self.spares: list[MappedFile] = []
 
     def load(self) -> None:
         """Map every segment on disk, marking all of them fully written (recovery trims)."""
@@ -245,13 +250,41 @@ class MappedFileQueue:
 
     def create_file(self, start_offset: int) -> MappedFile:
         """Create the segment starting at ``start_offset``. Raises OSError (e.g. ENOSPC)."""
-        os.makedirs(self.store_path, exist_ok=True)
-        path = os.path.join(self.store_path, offset_to_file_name(start_offset))
-        mf = MappedFile(path, start_offset, self.file_size, create=True)
+        mf = None
+        while self.spares:
+            spare = self.spares.pop(0)
+            if spare.file_from_offset == start_offset and mf is None:
+                mf = spare
+            else:
+                spare.destroy()
+        if mf is None:
+            mf = self._new_segment(start_offset)
         if not self.files:
             mf.first_create_in_queue = True
         self.files.append(mf)
         return mf
+
+    def _new_segment(self, start_offset: int) -> MappedFile:
+        os.makedirs(self.store_path, exist_ok=True)
+        path = os.path.join(self.store_path, offset_to_file_name(start_offset))
+        return MappedFile(path, start_offset, self.file_size, create=True)
+
+    def reserve(self, end_offset: int, start_offset: int = 0) -> None:
+        """Create now every segment needed to write up to ``end_offset`` (exclusive).
+
+        Lets a writer fail with OSError before it writes anything, instead of half-way.
+        The segments join the stream when ``get_last_mapped_file`` reaches them.
+        """
+        last = self.last
+        if self.spares:
+            next_start = self.spares[-1].file_from_offset + self.file_size
+        elif last is not None:
+            next_start = last.file_from_offset + self.file_size
+        else:
+            next_start = start_offset - start_offset % self.file_size
+        while next_start < end_offset:
+            self.spares.append(self._new_segment(next_start))
+            next_start += self.file_size
 
     def get_last_mapped_file(self, start_offset: int = 0, *, create: bool = True) -> MappedFile | None:
         """The segment to append to: the last one, or a new one when it is full or absent."""
@@ -282,16 +315,21 @@ class MappedFileQueue:
                     return mf
         return first if return_first_if_not_found else None
 
-    def truncate_dirty_files(self, offset: int) -> None:
-        """Drop everything at or beyond ``offset``: trim the segment holding it, delete later ones."""
+    def truncate_dirty_files(self, offset: int, *, zero_tail: bool = True) -> None:
+        """Drop everything at or beyond ``offset``: trim the segment holding it, delete later ones.
+
+        ``zero_tail`` clears the trimmed segment past ``offset`` so that stale bytes can
+        never be read back as data; a clean shutdown left zeros there already.
+        """
         keep: list[MappedFile] = []
         for mf in self.files:
             file_tail = mf.file_from_offset + self.file_size
             if file_tail <= offset:
                 keep.append(mf)
             elif offset >= mf.file_from_offset:
-                pos = offset % self.file_size
-                mf.zero_from(pos)
+                pos = offset - mf.file_from_offset
+                if zero_tail:
+                    mf.zero_from(pos)
                 mf.wrote_position = pos
                 mf.flushed_position = pos
                 keep.append(mf)
@@ -361,13 +399,14 @@ class MappedFileQueue:
         return where
 
     def close(self) -> None:
-        for mf in self.files:
+        for mf in self.files + self.spares:
             mf.close()
 
     def destroy(self) -> None:
-        for mf in self.files:
+        for mf in self.files + self.spares:
             mf.destroy()
         self.files = []
+        self.spares = []
         self.flushed_where = 0
         with contextlib.suppress(OSError):
             os.rmdir(self.store_path)

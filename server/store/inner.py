@@ -1,0 +1,104 @@
+"""The broker-side message the store appends, and the results of an append.
+
+Contract: the broker fills a ``MessageExtBrokerInner`` (topic, queue, body, properties,
+sysflag, born data, reconsume times, prepared-transaction offset) and hands it to
+``MessageStore.put_message``; the store sets ``store_timestamp``, ``queue_offset``,
+``commit_log_offset``, ``tags_code`` and ``msg_id`` on it. ``properties`` is the map
+the store reads (TAGS, KEYS, UNIQ_KEY, DELAY, WAIT); ``properties_string``, when set,
+is what gets stored verbatim (upstream keeps both, and the two may differ on purpose:
+REMOTING.md 6.5's delivered delayed messages keep ``DELAY`` in the stored string).
+
+Upstream: ``store/MessageExtBrokerInner.java``, ``PutMessageStatus.java``,
+``PutMessageResult.java``, ``AppendMessageStatus.java``, ``AppendMessageResult.java``.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+__all__ = [
+    "MessageExtBrokerInner",
+    "PutMessageStatus",
+    "AppendMessageStatus",
+    "AppendMessageResult",
+    "PutMessageResult",
+]
+
+_LOCALHOST_BYTES = bytes((127, 0, 0, 1, 0, 0, 0, 0))
+
+
+@dataclass(slots=True)
+class MessageExtBrokerInner:
+    """A message on its way into the commit log (one record)."""
+
+    topic: str
+    queue_id: int
+    body: bytes = b""
+    flag: int = 0
+    properties: dict[str, str] = field(default_factory=dict)
+    properties_string: str | None = None
+    sys_flag: int = 0
+    born_timestamp: int = 0
+    born_host: bytes = _LOCALHOST_BYTES  # socket_address_to_bytes output: 8 or 20 bytes
+    store_host: bytes | None = None  # None: the store's own address
+    reconsume_times: int = 0
+    prepared_transaction_offset: int = 0
+    # Set by the store.
+    tags_code: int = 0
+    store_timestamp: int = 0
+    queue_offset: int = 0
+    commit_log_offset: int = 0
+    msg_id: str = ""
+
+
+class PutMessageStatus(enum.Enum):
+    PUT_OK = "PUT_OK"
+    FLUSH_DISK_TIMEOUT = "FLUSH_DISK_TIMEOUT"
+    FLUSH_SLAVE_TIMEOUT = "FLUSH_SLAVE_TIMEOUT"
+    SLAVE_NOT_AVAILABLE = "SLAVE_NOT_AVAILABLE"
+    SERVICE_NOT_AVAILABLE = "SERVICE_NOT_AVAILABLE"
+    CREATE_MAPEDFILE_FAILED = "CREATE_MAPEDFILE_FAILED"
+    MESSAGE_ILLEGAL = "MESSAGE_ILLEGAL"
+    PROPERTIES_SIZE_EXCEEDED = "PROPERTIES_SIZE_EXCEEDED"
+    OS_PAGECACHE_BUSY = "OS_PAGECACHE_BUSY"
+    UNKNOWN_ERROR = "UNKNOWN_ERROR"
+
+
+class AppendMessageStatus(enum.Enum):
+    PUT_OK = "PUT_OK"
+    END_OF_FILE = "END_OF_FILE"
+    MESSAGE_SIZE_EXCEEDED = "MESSAGE_SIZE_EXCEEDED"
+    PROPERTIES_SIZE_EXCEEDED = "PROPERTIES_SIZE_EXCEEDED"
+    UNKNOWN_ERROR = "UNKNOWN_ERROR"
+
+
+@dataclass(slots=True)
+class AppendMessageResult:
+    """Where a record (or a batch) landed.
+
+    ``msg_id`` is the offset message id of the (first) record; for a batch
+    ``msg_ids`` lists one id per record and ``msg_id`` is them comma-joined, as the
+    SEND_BATCH_MESSAGE response's ``msgId`` (REMOTING.md 5.5). ``logics_offset`` is
+    the (first) queue offset.
+    """
+
+    status: AppendMessageStatus
+    wrote_offset: int = 0
+    wrote_bytes: int = 0
+    msg_id: str = ""
+    store_timestamp: int = 0
+    logics_offset: int = 0
+    msg_num: int = 1
+    msg_ids: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class PutMessageResult:
+    status: PutMessageStatus
+    append_result: AppendMessageResult | None = None
+
+    @property
+    def is_ok(self) -> bool:
+        """The record was appended (``PutMessageResult.isOk``): also true for FLUSH_DISK_TIMEOUT."""
+        return self.append_result is not None and self.append_result.status is AppendMessageStatus.PUT_OK

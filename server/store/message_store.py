@@ -1,0 +1,850 @@
+"""``MessageStore``: the facade the broker uses (upstream ``DefaultMessageStore``).
+
+Lifecycle::
+
+    store = MessageStore(config, store_host="127.0.0.1:10911", broker_cluster="DefaultCluster")
+    await store.start()        # load, recover, start the flush and clean routines
+    ...
+    await store.shutdown()     # flush, checkpoint, remove the abort file, unmap
+
+Threading model: every public method runs on the event loop that called ``start``.
+Appends, dispatch (consume queue + index) and reads are plain in-memory work on
+mapped files; fsync/msync, checkpoint writes, file deletion and recovery run on the
+store's own worker threads. There is no put lock: an append and its dispatch run
+without an ``await`` in between, so they are atomic with respect to other coroutines.
+
+Writing (``put_message`` / ``put_messages``):
+
+* Statuses are upstream's ``PutMessageStatus``. SERVICE_NOT_AVAILABLE when the store is
+  not running or the disk is over ``disk_space_warning_level_ratio`` (90 %, checked by
+  the cleaner); MESSAGE_ILLEGAL for a topic over 127 bytes or a record over
+  ``max_message_size``; PROPERTIES_SIZE_EXCEEDED over 32767 bytes;
+  CREATE_MAPEDFILE_FAILED when a segment (commit log, consume queue or index) cannot be
+  created (e.g. ENOSPC): nothing is written in that case.
+* The store parks delayed messages in ``SCHEDULE_TOPIC_XXXX`` as upstream's
+  ``CommitLog.asyncPutMessage`` does (REMOTING.md 6.5).
+* ASYNC_FLUSH: the put returns PUT_OK without awaiting any I/O. SYNC_FLUSH: unless the
+  message's ``WAIT`` property is ``"false"``, the put awaits the group-commit fsync
+  covering it; after ``sync_flush_timeout_ms`` it returns FLUSH_DISK_TIMEOUT (the
+  record is written and stays; ``result.is_ok`` is still true, as upstream).
+* Cancelling a put while it waits for the flush does not undo the append.
+* After each record that has a consume-queue unit, the arriving listener is called
+  (``set_message_arriving_listener``) before any flush wait.
+
+Reading: ``get_message`` implements REMOTING.md 6.2's store lookup table and limits;
+its ``GetMessageResult.message_buffers`` are memoryviews into the mapped commit log,
+valid until ``result.release()`` (copy them once when building the response:
+``result.body()``). ``query_message`` returns the records of an index lookup the same
+way. Reads of queues that do not exist do not create them (upstream creates them on
+read; the only visible difference is NO_MATCHED_LOGIC_QUEUE instead of
+NO_MESSAGE_IN_QUEUE for a never-written queue).
+
+Retention: the clean routine (every ``clean_resource_interval_ms``) deletes commit-log
+segments older than ``file_reserved_time`` hours at the ``delete_when`` hour(s), at
+once when the disk is over ``disk_max_used_space_ratio``, or when asked
+(``execute_delete_files_manually``); the last segment is never deleted. It then deletes
+consume-queue and index files wholly below the new minimum and corrects queue minimums.
+``clean_once()`` runs one pass (tests, admin).
+
+Upstream: ``store/DefaultMessageStore.java``, ``MessageStore.java``,
+``GetMessageStatus.java``, ``GetMessageResult.java``, ``QueryMessageResult.java``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import os
+import time
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import structlog
+
+from protocol.codes import MessageConst, MessageSysFlag, SystemTopic
+from protocol.message import (
+    MAX_TOPIC_LENGTH,
+    MessageDecodeError,
+    MessageExt,
+    decode_message,
+    socket_address_to_bytes,
+)
+
+from .checkpoint import AbortFile, StoreCheckpoint
+from .commit_log import CommitLog
+from .config import CQ_STORE_UNIT_SIZE, MessageStoreConfig
+from .consume_queue import CQ_UNIT, ConsumeQueue
+from .dispatcher import Dispatcher, DispatchRequest, parse_delay_levels
+from .flush import FlushService
+from .index import IndexService
+from .inner import (
+    AppendMessageResult,
+    AppendMessageStatus,
+    MessageExtBrokerInner,
+    PutMessageResult,
+    PutMessageStatus,
+)
+from .mapped_file import MappedFile
+
+__all__ = [
+    "MessageStore",
+    "GetMessageStatus",
+    "GetMessageResult",
+    "QueryMessageResult",
+    "MessageArrivingListener",
+    "MessageFilter",
+]
+
+log = structlog.get_logger("aiorocketmq.store")
+
+# cb(topic, queue_id, max_offset_after_put, tags_code, store_timestamp, properties)
+MessageArrivingListener = Callable[[str, int, int, int, int, dict[str, str]], None]
+# filter(tags_code) -> matched; applied to consume-queue units (REMOTING.md 6.1)
+MessageFilter = Callable[[int], bool]
+
+_KEYS = MessageConst.PROPERTY_KEYS
+_UNIQ = MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX
+_WAIT = MessageConst.PROPERTY_WAIT_STORE_MSG_OK
+_PREPARED = MessageSysFlag.TRANSACTION_PREPARED_TYPE
+_ROLLBACK = MessageSysFlag.TRANSACTION_ROLLBACK_TYPE
+_unpack_unit = CQ_UNIT.unpack_from
+
+
+class GetMessageStatus(enum.Enum):
+    """REMOTING.md 6.2's store statuses (``GetMessageStatus``)."""
+
+    FOUND = "FOUND"
+    NO_MATCHED_MESSAGE = "NO_MATCHED_MESSAGE"
+    MESSAGE_WAS_REMOVING = "MESSAGE_WAS_REMOVING"
+    OFFSET_FOUND_NULL = "OFFSET_FOUND_NULL"
+    OFFSET_OVERFLOW_BADLY = "OFFSET_OVERFLOW_BADLY"
+    OFFSET_OVERFLOW_ONE = "OFFSET_OVERFLOW_ONE"
+    OFFSET_TOO_SMALL = "OFFSET_TOO_SMALL"
+    NO_MATCHED_LOGIC_QUEUE = "NO_MATCHED_LOGIC_QUEUE"
+    NO_MESSAGE_IN_QUEUE = "NO_MESSAGE_IN_QUEUE"
+
+
+class GetMessageResult:
+    """The answer of ``get_message``: status, offsets and zero-copy record slices."""
+
+    __slots__ = ("status", "next_begin_offset", "min_offset", "max_offset", "message_buffers",
+                 "message_queue_offsets", "buffer_total_size", "suggest_pulling_from_slave")
+
+    def __init__(self, status: GetMessageStatus, next_begin_offset: int, min_offset: int,
+                 max_offset: int) -> None:
+        self.status = status
+        self.next_begin_offset = next_begin_offset
+        self.min_offset = min_offset
+        self.max_offset = max_offset
+        self.message_buffers: list[memoryview] = []
+        self.message_queue_offsets: list[int] = []
+        self.buffer_total_size = 0
+        self.suggest_pulling_from_slave = False
+
+    @property
+    def message_count(self) -> int:
+        return len(self.message_buffers)
+
+    def body(self) -> bytes:
+        """The records concatenated: a PULL_MESSAGE response body (one copy)."""
+        return b"".join(self.message_buffers)
+
+    def release(self) -> None:
+        """Drop the slices of the commit log (lets deleted segments be unmapped)."""
+        for view in self.message_buffers:
+            view.release()
+        self.message_buffers = []
+
+    def __repr__(self) -> str:
+        return (f"GetMessageResult({self.status.name}, next={self.next_begin_offset}, "
+                f"min={self.min_offset}, max={self.max_offset}, count={self.message_count}, "
+                f"bytes={self.buffer_total_size})")
+
+
+class QueryMessageResult:
+    """The answer of ``query_message`` (QUERY_MESSAGE, REMOTING.md 4.10)."""
+
+    __slots__ = ("message_buffers", "buffer_total_size", "index_last_update_timestamp",
+                 "index_last_update_phyoffset")
+
+    def __init__(self) -> None:
+        self.message_buffers: list[memoryview] = []
+        self.buffer_total_size = 0
+        self.index_last_update_timestamp = 0
+        self.index_last_update_phyoffset = 0
+
+    def body(self) -> bytes:
+        return b"".join(self.message_buffers)
+
+    def release(self) -> None:
+        for view in self.message_buffers:
+            view.release()
+        self.message_buffers = []
+
+
+def _disk_used_ratio(path: str) -> float:
+    """``UtilAll.getDiskPartitionSpaceUsedPercent``: (total - free) / total, -1 on error."""
+    try:
+        os.makedirs(path, exist_ok=True)
+        st = os.statvfs(path)
+    except OSError:
+        return -1.0
+    if st.f_blocks == 0:
+        return -1.0
+    return (st.f_blocks - st.f_bfree) / st.f_blocks
+
+
+def _total_physical_memory() -> int:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError):
+        return 8 * 1024 * 1024 * 1024
+
+
+def _is_it_time_to_do(when: str, hour: int) -> bool:
+    """``UtilAll.isItTimeToDo``: ``when`` is hours separated by ``;``."""
+    for item in when.split(";"):
+        item = item.strip()
+        if item.isdigit() and int(item) == hour:
+            return True
+    return False
+
+
+class MessageStore:
+    """The broker's durable store. See the module docstring for the contract."""
+
+    def __init__(self, config: MessageStoreConfig, *, store_host: str, broker_name: str = "",
+                 broker_cluster: str = "",
+                 disk_used_ratio: Callable[[str], float] | None = None) -> None:
+        """Args:
+            config: the store options (read once, at ``start``).
+            store_host: ``"ip:port"`` written into every record's STOREHOSTADDRESS and
+                offset message ids (the broker's listen address).
+            broker_name / broker_cluster: informational (runtime info, logs).
+            disk_used_ratio: ``f(path) -> used fraction`` of the partition holding
+                ``path``; defaults to ``statvfs``. Embedders and tests may replace it.
+        """
+        self.config = config
+        self.store_host = store_host
+        self.store_host_bytes = socket_address_to_bytes(store_host)
+        self.broker_name = broker_name
+        self.broker_cluster = broker_cluster
+        self.delay_levels = parse_delay_levels(config.message_delay_level)
+        self._disk_used_ratio = disk_used_ratio or _disk_used_ratio
+        self.commit_log = CommitLog(config, self.store_host_bytes, self.delay_levels)
+        self.consume_queue_table: dict[tuple[str, int], ConsumeQueue] = {}
+        self.index: IndexService | None = (
+            IndexService(config.index_dir, config.max_hash_slot_num, config.max_index_num)
+            if config.message_index_enable else None
+        )
+        self.checkpoint: StoreCheckpoint | None = None
+        self.abort_file = AbortFile(config.abort_path)
+        self.dispatcher = Dispatcher(self.find_or_create_consume_queue, self.index)
+        self._listener: MessageArrivingListener | None = None
+        self._executor: ThreadPoolExecutor | None = None
+        self._flush: FlushService | None = None
+        self._clean_task: asyncio.Task[None] | None = None
+        self._state = "new"
+        self._disk_full = False
+        self._manual_delete_times = 0
+        self._last_physical_min_offset = 0
+        self._in_memory_bytes = int(_total_physical_memory() * config.access_message_in_memory_max_ratio / 100)
+        self.last_exit_ok = True
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def start(self) -> None:
+        """Load the files, recover (after a crash: from the checkpoint), start routines.
+
+        Raises:
+            RuntimeError: started twice.
+            ValueError: segment sizes on disk differ from the configuration.
+            OSError: the store directory cannot be read or written.
+        """
+        if self._state != "new":
+            raise RuntimeError(f"MessageStore.start(): store is {self._state}")
+        self._state = "starting"
+        self._executor = ThreadPoolExecutor(max_workers=3, thread_name_prefix="store-io")
+        try:
+            await asyncio.get_running_loop().run_in_executor(self._executor, self._load_and_recover)
+        except BaseException:
+            self._executor.shutdown(wait=True)
+            self._state = "stopped"
+            raise
+        assert self.checkpoint is not None
+        self._flush = FlushService(self.config, self.commit_log, self.consume_queue_table.values,
+                                   self.index, self.dispatcher, self.checkpoint, self._executor)
+        self._flush.start()
+        self._clean_task = asyncio.create_task(self._clean_routine(), name="store-clean")
+        self._clean_task.add_done_callback(self._on_clean_done)
+        self._state = "running"
+        log.info("store.started", root=self.config.store_path_root_dir, last_exit_ok=self.last_exit_ok,
+                 max_phy_offset=self.commit_log.max_offset, queues=len(self.consume_queue_table))
+
+    def _load_and_recover(self) -> None:
+        cfg = self.config
+        os.makedirs(cfg.store_path_root_dir, exist_ok=True)
+        self.last_exit_ok = not self.abort_file.exists()
+        cp = self.checkpoint = StoreCheckpoint(cfg.checkpoint_path)
+        self.commit_log.load()
+        self._load_consume_queues()
+        if self.index is not None:
+            self.index.load()
+        for cq in self.consume_queue_table.values():
+            cq.recover()
+        if not self.commit_log.mfq.files:
+            self._destroy_logics()
+            self.commit_log.mfq.reset_positions(0)
+            self.abort_file.create()
+            return
+        start = cp.physic_offset if cp.loaded_ok else None
+        if self.last_exit_ok:
+            process = self.commit_log.recover(start_offset=start, fallback_last_files=3, zero_tail=False)
+        else:
+            process = self.commit_log.recover(start_offset=start, fallback_last_files=None, zero_tail=True)
+        for cq in self.consume_queue_table.values():
+            if cq.max_physic_offset > process:
+                cq.truncate_dirty_logic_files(process)
+        min_phy = self.commit_log.min_offset
+        logics_from = min(cp.logics_offset, process) if cp.loaded_ok else min_phy
+        dispatch_from = logics_from
+        if self.index is not None:
+            last_indexed = self.index.recover(min(cp.index_offset, process) if cp.loaded_ok else 0)
+            dispatch_from = min(dispatch_from, last_indexed if last_indexed >= 0 else min_phy)
+        dispatch_from = max(dispatch_from, min_phy)
+        self.dispatcher.dispatched_offset = dispatch_from
+        redispatched = 0
+        for req in self.commit_log.iter_dispatch_requests(dispatch_from, process):
+            self.dispatcher.dispatch(req)
+            redispatched += 1
+        self.dispatcher.dispatched_offset = process
+        self._recover_topic_queue_table()
+        self._last_physical_min_offset = min_phy
+        self.abort_file.create()
+        log.info("store.recovered", last_exit_ok=self.last_exit_ok, max_phy_offset=process,
+                 redispatched=redispatched, dispatched_from=dispatch_from)
+
+    def _load_consume_queues(self) -> None:
+        root = self.config.consume_queue_dir
+        if not os.path.isdir(root):
+            return
+        for topic in os.listdir(root):
+            topic_dir = os.path.join(root, topic)
+            if not os.path.isdir(topic_dir):
+                continue
+            for qid_s in os.listdir(topic_dir):
+                try:
+                    qid = int(qid_s)
+                except ValueError:
+                    continue
+                cq = ConsumeQueue(topic, qid, root, self.config.consume_queue_file_size)
+                cq.load()
+                self.consume_queue_table[(topic, qid)] = cq
+
+    def _recover_topic_queue_table(self) -> None:
+        min_phy = self.commit_log.min_offset
+        table = self.commit_log.topic_queue_table
+        table.clear()
+        for key, cq in self.consume_queue_table.items():
+            table[key] = cq.max_offset
+            cq.correct_min_offset(min_phy)
+
+    def _destroy_logics(self) -> None:
+        for cq in self.consume_queue_table.values():
+            cq.destroy()
+        self.consume_queue_table.clear()
+        if self.index is not None:
+            self.index.destroy()
+
+    async def shutdown(self) -> None:
+        """Flush everything, write the checkpoint, remove the abort file, unmap. Idempotent."""
+        if self._state in ("stopped", "new"):
+            self._state = "stopped"
+            return
+        self._state = "stopping"
+        if self._clean_task is not None and not self._clean_task.done():
+            self._clean_task.cancel()
+            try:
+                await self._clean_task
+            except asyncio.CancelledError:
+                pass
+        clean = True
+        if self._flush is not None:
+            try:
+                await self._flush.stop()
+            except OSError as exc:
+                clean = False
+                log.error("store.final_flush_failed", error=repr(exc))
+        loop = asyncio.get_running_loop()
+        assert self._executor is not None
+        if clean and self._flush is not None and self._flush.flush_error is None:
+            await loop.run_in_executor(self._executor, self.abort_file.remove)
+        self._close_files()
+        self._executor.shutdown(wait=True)
+        self._state = "stopped"
+        log.info("store.shutdown", clean=clean, max_phy_offset=self.commit_log.max_offset)
+
+    def _close_files(self) -> None:
+        self.commit_log.close()
+        for cq in self.consume_queue_table.values():
+            cq.close()
+        if self.index is not None:
+            self.index.close()
+
+    async def __aenter__(self) -> MessageStore:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.shutdown()
+
+    def set_message_arriving_listener(self, cb: MessageArrivingListener | None) -> None:
+        """``cb(topic, queue_id, max_offset, tags_code, store_timestamp, properties)`` per dispatched put."""
+        self._listener = cb
+
+    @property
+    def flush_error(self) -> BaseException | None:
+        """The error that stopped the flusher, if any (puts then answer FLUSH_DISK_TIMEOUT)."""
+        return self._flush.flush_error if self._flush is not None else None
+
+    @property
+    def fsync_count(self) -> int:
+        return self._flush.fsync_count if self._flush is not None else 0
+
+    # ------------------------------------------------------------------ queues
+
+    def find_consume_queue(self, topic: str, queue_id: int) -> ConsumeQueue | None:
+        return self.consume_queue_table.get((topic, queue_id))
+
+    def find_or_create_consume_queue(self, topic: str, queue_id: int) -> ConsumeQueue:
+        key = (topic, queue_id)
+        cq = self.consume_queue_table.get(key)
+        if cq is None:
+            cq = ConsumeQueue(topic, queue_id, self.config.consume_queue_dir,
+                              self.config.consume_queue_file_size)
+            self.consume_queue_table[key] = cq
+        return cq
+
+    # ------------------------------------------------------------------ writing
+
+    def _check_store_status(self) -> PutMessageStatus | None:
+        if self._state != "running":
+            return PutMessageStatus.SERVICE_NOT_AVAILABLE
+        if self.config.broker_role == "SLAVE":
+            return PutMessageStatus.SERVICE_NOT_AVAILABLE
+        if self._disk_full:
+            return PutMessageStatus.SERVICE_NOT_AVAILABLE
+        return None
+
+    def _reserve(self, inner: MessageExtBrokerInner, count: int, n_keys: int) -> None:
+        """Create every file the append and its dispatch will need. Raises OSError."""
+        tx = inner.sys_flag & 0xC
+        if tx != _PREPARED and tx != _ROLLBACK:
+            cq = self.find_or_create_consume_queue(inner.topic, inner.queue_id)
+            cq.reserve(self.commit_log.next_queue_offset(inner.topic, inner.queue_id), count)
+        if self.index is not None and tx != _ROLLBACK:
+            self.index.ensure_capacity(n_keys)
+
+    @staticmethod
+    def _key_count(props: dict[str, str]) -> int:
+        n = 1 if props.get(_UNIQ) else 0
+        keys = props.get(_KEYS)
+        if keys:
+            n += sum(1 for k in keys.split(" ") if k)
+        return n
+
+    def _dispatch_inner(self, inner: MessageExtBrokerInner, size: int) -> None:
+        props = inner.properties
+        req = DispatchRequest(inner.topic, inner.queue_id, inner.commit_log_offset, size,
+                              inner.tags_code, inner.store_timestamp, inner.queue_offset,
+                              props.get(_KEYS), props.get(_UNIQ), inner.sys_flag)
+        self.dispatcher.dispatch(req)
+        if self._listener is not None and req.has_queue_unit:
+            try:
+                self._listener(inner.topic, inner.queue_id, inner.queue_offset + 1, inner.tags_code,
+                               inner.store_timestamp, props)
+            except Exception:
+                # The record is stored and dispatched; a listener bug must not fail the put.
+                log.exception("store.arriving_listener_failed", topic=inner.topic, queue_id=inner.queue_id)
+
+    def _append_failed(self, exc: OSError, inner: MessageExtBrokerInner) -> PutMessageResult:
+        log.error("store.create_mapped_file_failed", topic=inner.topic, queue_id=inner.queue_id,
+                  error=repr(exc))
+        return PutMessageResult(PutMessageStatus.CREATE_MAPEDFILE_FAILED)
+
+    _APPEND_STATUS = {
+        AppendMessageStatus.MESSAGE_SIZE_EXCEEDED: PutMessageStatus.MESSAGE_ILLEGAL,
+        AppendMessageStatus.PROPERTIES_SIZE_EXCEEDED: PutMessageStatus.PROPERTIES_SIZE_EXCEEDED,
+        AppendMessageStatus.END_OF_FILE: PutMessageStatus.UNKNOWN_ERROR,
+        AppendMessageStatus.UNKNOWN_ERROR: PutMessageStatus.UNKNOWN_ERROR,
+    }
+
+    async def put_message(self, inner: MessageExtBrokerInner) -> PutMessageResult:
+        """Append one message, dispatch it and (SYNC_FLUSH) wait for its fsync.
+
+        Returns a ``PutMessageResult``; never raises for store conditions (see the module
+        docstring for the statuses). On success ``inner`` carries its store timestamp,
+        queue offset, commit-log offset, offset msg id and tags code.
+        """
+        refused = self._check_store_status()
+        if refused is not None:
+            return PutMessageResult(refused)
+        if len(inner.topic.encode("utf-8")) > MAX_TOPIC_LENGTH:
+            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL)
+        commit_log = self.commit_log
+        commit_log.apply_delay(inner)
+        try:
+            self._reserve(inner, 1, self._key_count(inner.properties))
+            result = commit_log.append(inner)
+        except OSError as exc:
+            return self._append_failed(exc, inner)
+        if result.status is not AppendMessageStatus.PUT_OK:
+            return PutMessageResult(self._APPEND_STATUS[result.status], result)
+        self._dispatch_inner(inner, result.wrote_bytes)
+        return await self._after_append(result, inner.properties)
+
+    async def put_messages(self, inners: Sequence[MessageExtBrokerInner]) -> PutMessageResult:
+        """Append the messages of one batch (same topic and queue) with consecutive queue offsets.
+
+        Delay levels are not applied to batches (upstream refuses delayed batches at the
+        broker). Statuses as ``put_message``; MESSAGE_ILLEGAL when the messages do not
+        share one topic and queue or the batch exceeds ``max_message_size``.
+        """
+        refused = self._check_store_status()
+        if refused is not None:
+            return PutMessageResult(refused)
+        if not inners:
+            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL)
+        first = inners[0]
+        if (len(first.topic.encode("utf-8")) > MAX_TOPIC_LENGTH
+                or any(m.topic != first.topic or m.queue_id != first.queue_id for m in inners)):
+            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL)
+        try:
+            self._reserve(first, len(inners), sum(self._key_count(m.properties) for m in inners))
+            result = self.commit_log.append_batch(inners)
+        except OSError as exc:
+            return self._append_failed(exc, first)
+        if result.status is not AppendMessageStatus.PUT_OK:
+            return PutMessageResult(self._APPEND_STATUS[result.status], result)
+        end = result.wrote_offset + result.wrote_bytes
+        for i, inner in enumerate(inners):
+            nxt = inners[i + 1].commit_log_offset if i + 1 < len(inners) else end
+            self._dispatch_inner(inner, nxt - inner.commit_log_offset)
+        return await self._after_append(result, first.properties)
+
+    async def _after_append(self, result: AppendMessageResult, props: dict[str, str]) -> PutMessageResult:
+        if self.config.is_sync_flush and props.get(_WAIT) != "false":
+            assert self._flush is not None
+            ok = await self._flush.request_flush(result.wrote_offset + result.wrote_bytes)
+            if not ok:
+                log.warn("store.flush_disk_timeout", offset=result.wrote_offset)
+                return PutMessageResult(PutMessageStatus.FLUSH_DISK_TIMEOUT, result)
+        return PutMessageResult(PutMessageStatus.PUT_OK, result)
+
+    # ------------------------------------------------------------------ reading
+
+    def _is_batch_full(self, size: int, max_msg_nums: int, total: int, count: int, in_disk: bool) -> bool:
+        """``isTheBatchFull``: REMOTING.md 6.2's transfer limits; the first message always fits."""
+        if total == 0 or count == 0:
+            return False
+        if max_msg_nums <= count:
+            return True
+        cfg = self.config
+        if in_disk:
+            return (total + size > cfg.max_transfer_bytes_on_message_in_disk
+                    or count > cfg.max_transfer_count_on_message_in_disk - 1)
+        return (total + size > cfg.max_transfer_bytes_on_message_in_memory
+                or count > cfg.max_transfer_count_on_message_in_memory - 1)
+
+    def get_message(self, group: str, topic: str, queue_id: int, offset: int, max_msg_nums: int,
+                    message_filter: MessageFilter | None = None) -> GetMessageResult:
+        """Look up to ``max_msg_nums`` messages of a queue from ``offset`` (REMOTING.md 6.2).
+
+        ``message_filter(tags_code)`` rejects units by tag code. ``group`` is only for
+        logs. Release (or drop) the result after copying its buffers.
+        """
+        max_phy = self.commit_log.max_offset
+        cq = self.consume_queue_table.get((topic, queue_id))
+        if cq is None:
+            return GetMessageResult(GetMessageStatus.NO_MATCHED_LOGIC_QUEUE, 0, 0, 0)
+        min_offset = cq.min_offset
+        max_offset = cq.max_offset
+        S = GetMessageStatus
+        if max_offset == 0:
+            return GetMessageResult(S.NO_MESSAGE_IN_QUEUE, 0, min_offset, max_offset)
+        if offset < min_offset:
+            return GetMessageResult(S.OFFSET_TOO_SMALL, min_offset, min_offset, max_offset)
+        if offset == max_offset:
+            return GetMessageResult(S.OFFSET_OVERFLOW_ONE, offset, min_offset, max_offset)
+        if offset > max_offset:
+            return GetMessageResult(S.OFFSET_OVERFLOW_BADLY, max_offset, min_offset, max_offset)
+        units = cq.get_index_buffer(offset)
+        if units is None:
+            log.warn("store.consume_queue_unit_unreadable", group=group, topic=topic,
+                     queue_id=queue_id, offset=offset, min_offset=min_offset, max_offset=max_offset)
+            return GetMessageResult(S.OFFSET_FOUND_NULL, cq.roll_next_file(offset), min_offset, max_offset)
+        result = GetMessageResult(S.NO_MATCHED_MESSAGE, offset, min_offset, max_offset)
+        buffers = result.message_buffers
+        queue_offsets = result.message_queue_offsets
+        total = 0
+        next_phy_file_start = -1
+        max_filter_bytes = max(16000, max_msg_nums * CQ_STORE_UNIT_SIZE)
+        limit = min(len(units), max_filter_bytes)
+        in_memory = self._in_memory_bytes
+        get_log = self.commit_log.get_message
+        i = 0
+        try:
+            while i < limit:
+                offset_py, size_py, tags_code = _unpack_unit(units, i)
+                if next_phy_file_start >= 0 and offset_py < next_phy_file_start:
+                    i += CQ_STORE_UNIT_SIZE
+                    continue
+                in_disk = max_phy - offset_py > in_memory
+                if self._is_batch_full(size_py, max_msg_nums, total, len(buffers), in_disk):
+                    break
+                i += CQ_STORE_UNIT_SIZE
+                if message_filter is not None and not message_filter(tags_code):
+                    continue
+                view = get_log(offset_py, size_py)
+                if view is None:
+                    if total == 0:
+                        result.status = S.MESSAGE_WAS_REMOVING
+                    next_phy_file_start = self.commit_log.roll_next_file(offset_py)
+                    continue
+                buffers.append(view)
+                queue_offsets.append(offset + (i // CQ_STORE_UNIT_SIZE) - 1)
+                total += size_py
+                result.status = S.FOUND
+                next_phy_file_start = -1
+        finally:
+            units.release()
+        result.buffer_total_size = total
+        result.next_begin_offset = offset + i // CQ_STORE_UNIT_SIZE
+        return result
+
+    def get_max_offset_in_queue(self, topic: str, queue_id: int) -> int:
+        """One past the last unit (GET_MAX_OFFSET); 0 for an unknown queue."""
+        cq = self.find_consume_queue(topic, queue_id)
+        return cq.max_offset if cq is not None else 0
+
+    def get_min_offset_in_queue(self, topic: str, queue_id: int) -> int:
+        """First unit still present (GET_MIN_OFFSET); 0 for an unknown queue (Java creates it, giving 0)."""
+        cq = self.find_consume_queue(topic, queue_id)
+        return cq.min_offset if cq is not None else 0
+
+    def get_offset_in_queue_by_time(self, topic: str, queue_id: int, timestamp: int) -> int:
+        """SEARCH_OFFSET_BY_TIMESTAMP: first offset stored at or after ``timestamp``; 0 if unknown."""
+        cq = self.find_consume_queue(topic, queue_id)
+        if cq is None:
+            return 0
+        return cq.get_offset_in_queue_by_time(timestamp, self.commit_log.pickup_store_timestamp,
+                                              self.commit_log.min_offset)
+
+    def _unit_store_time(self, cq: ConsumeQueue | None, index: int) -> int:
+        if cq is None:
+            return -1
+        unit = cq.get_unit(index)
+        if unit is None:
+            return -1
+        return self.commit_log.pickup_store_timestamp(unit[0], unit[1])
+
+    def get_earliest_message_time(self, topic: str, queue_id: int) -> int:
+        """GET_EARLIEST_MSG_STORETIME: store time of the queue's first message, -1 if none."""
+        cq = self.find_consume_queue(topic, queue_id)
+        return self._unit_store_time(cq, cq.min_offset) if cq is not None else -1
+
+    def get_message_store_timestamp(self, topic: str, queue_id: int, consume_offset: int) -> int:
+        return self._unit_store_time(self.find_consume_queue(topic, queue_id), consume_offset)
+
+    def get_commit_log_offset_in_queue(self, topic: str, queue_id: int, consume_offset: int) -> int:
+        cq = self.find_consume_queue(topic, queue_id)
+        unit = cq.get_unit(consume_offset) if cq is not None else None
+        return unit[0] if unit is not None else 0
+
+    def look_message_by_offset(self, commit_log_offset: int) -> MessageExt | None:
+        """The message stored at ``commit_log_offset`` decoded (body as stored), or None."""
+        view = self.commit_log.get_record(commit_log_offset)
+        if view is None:
+            return None
+        try:
+            return decode_message(view, 0, decompress=False)[0]
+        except MessageDecodeError:
+            return None
+        finally:
+            view.release()
+
+    def select_one_message_by_offset(self, commit_log_offset: int) -> bytes | None:
+        """The raw record at ``commit_log_offset`` (VIEW_MESSAGE_BY_ID body), or None."""
+        view = self.commit_log.get_record(commit_log_offset)
+        if view is None:
+            return None
+        try:
+            return bytes(view)
+        finally:
+            view.release()
+
+    def query_message(self, topic: str, key: str, max_num: int, begin_timestamp: int,
+                      end_timestamp: int) -> QueryMessageResult:
+        """QUERY_MESSAGE: records whose ``KEYS`` entry or ``UNIQ_KEY`` equals ``key`` (REMOTING.md 4.10).
+
+        At most ``min(max_num, 64)`` records (upstream ``maxMsgsNumBatch``), oldest first.
+        Index hash collisions are filtered out here.
+        """
+        result = QueryMessageResult()
+        if self.index is None:
+            return result
+        max_num = min(max_num, 64)
+        found = self.index.query(topic, key, max(max_num * 2, max_num + 32), begin_timestamp, end_timestamp)
+        result.index_last_update_timestamp = found.index_last_update_timestamp
+        result.index_last_update_phyoffset = found.index_last_update_phyoffset
+        for phy in sorted(set(found.phy_offsets)):
+            if len(result.message_buffers) >= max_num:
+                break
+            view = self.commit_log.get_record(phy)
+            if view is None:
+                continue
+            try:
+                msg = decode_message(view, 0, read_body=False)[0]
+            except MessageDecodeError:
+                view.release()
+                continue
+            keys = msg.properties.get(_KEYS, "")
+            if msg.topic != topic or not (msg.properties.get(_UNIQ) == key or key in keys.split(" ")):
+                view.release()
+                continue
+            result.message_buffers.append(view)
+            result.buffer_total_size += len(view)
+        return result
+
+    def get_max_phy_offset(self) -> int:
+        return self.commit_log.max_offset
+
+    def get_min_phy_offset(self) -> int:
+        return max(self.commit_log.min_offset, 0)
+
+    def dispatch_behind_bytes(self) -> int:
+        """Bytes appended but not yet dispatched; dispatch is synchronous here, so 0."""
+        return max(self.commit_log.max_offset - self.dispatcher.dispatched_offset, 0)
+
+    def commit_log_disk_ratio(self) -> float:
+        return self._disk_used_ratio(self.config.commit_log_dir)
+
+    def runtime_info(self) -> dict[str, str]:
+        """A subset of ``getRuntimeInfo`` with upstream key names (GET_BROKER_RUNTIME_INFO)."""
+        cp = self.checkpoint
+        return {
+            "commitLogDiskRatio": str(self.commit_log_disk_ratio()),
+            "commitLogMinOffset": str(self.get_min_phy_offset()),
+            "commitLogMaxOffset": str(self.get_max_phy_offset()),
+            "dispatchBehindBytes": str(self.dispatch_behind_bytes()),
+            "consumeQueueDiskRatio": str(self._disk_used_ratio(self.config.consume_queue_dir)),
+            "putMessageDistributeTime": "",
+            "earliestMessageTimeStamp": str(self._earliest_message_time()),
+            "physicMsgTimestamp": str(cp.physic_msg_timestamp if cp else 0),
+            "brokerName": self.broker_name,
+        }
+
+    def _earliest_message_time(self) -> int:
+        view = self.commit_log.get_record(self.get_min_phy_offset())
+        if view is None:
+            return -1
+        size = len(view)
+        view.release()
+        return self.commit_log.pickup_store_timestamp(self.get_min_phy_offset(), size)
+
+    # ------------------------------------------------------------------ topics
+
+    def delete_topics(self, topics: Iterable[str]) -> int:
+        """Drop the consume queues of ``topics`` (their records stay in the log until cleaned)."""
+        doomed = set(topics)
+        n = 0
+        for key in [k for k in self.consume_queue_table if k[0] in doomed]:
+            cq = self.consume_queue_table.pop(key)
+            self.commit_log.topic_queue_table.pop(key, None)
+            cq.destroy()
+            n += 1
+        return n
+
+    def clean_unused_topic(self, topics: Iterable[str]) -> int:
+        """Drop the consume queues of every topic not in ``topics`` (system queues kept)."""
+        keep = set(topics) | {SystemTopic.SCHEDULE_TOPIC, SystemTopic.TRANS_OP_HALF_TOPIC}
+        return self.delete_topics({t for t, _ in self.consume_queue_table if t not in keep})
+
+    # ------------------------------------------------------------------ retention
+
+    def execute_delete_files_manually(self) -> None:
+        """Delete expired files on the next passes regardless of the hour (``executeDeleteFilesManually``)."""
+        self._manual_delete_times = 20
+
+    def _on_clean_done(self, task: asyncio.Task[None]) -> None:
+        if not task.cancelled() and task.exception() is not None:
+            log.error("store.clean_routine_failed", error=repr(task.exception()))
+
+    async def _clean_routine(self) -> None:
+        interval = self.config.clean_resource_interval_ms / 1000
+        while True:
+            await asyncio.sleep(interval)  # a period, not a synchronisation
+            await self.clean_once()
+
+    def _update_disk_state(self) -> tuple[bool, bool]:
+        """(space_full, clean_immediately) from the commit-log partition's usage."""
+        cfg = self.config
+        ratio = self.commit_log_disk_ratio()
+        full = ratio > cfg.disk_space_warning_level_ratio
+        if full != self._disk_full:
+            log.warn("store.disk_full" if full else "store.disk_ok", ratio=ratio)
+        self._disk_full = full
+        clean_immediately = ratio > cfg.disk_space_clean_forcibly_ratio
+        space_full = ratio < 0 or ratio > cfg.disk_max_used_ratio
+        return space_full, clean_immediately
+
+    async def clean_once(self, *, now_ms: int | None = None) -> int:
+        """One retention pass; returns the number of commit-log segments deleted."""
+        deleted = await self.delete_expired_commit_log_files(now_ms=now_ms)
+        await self.clean_consume_queues()
+        return deleted
+
+    async def delete_expired_commit_log_files(self, *, now_ms: int | None = None) -> int:
+        """``CleanCommitLogService.deleteExpiredFiles``: delete old commit-log segments when due."""
+        space_full, clean_immediately = self._update_disk_state()
+        cfg = self.config
+        now = int(time.time() * 1000) if now_ms is None else now_ms
+        time_up = _is_it_time_to_do(cfg.delete_when, time.localtime(now / 1000).tm_hour)
+        manual = self._manual_delete_times > 0
+        if not (time_up or space_full or manual):
+            return 0
+        if manual:
+            self._manual_delete_times -= 1
+        at_once = cfg.clean_file_forcibly_enable and clean_immediately
+        files = self.commit_log.mfq.detach_expired_by_time(
+            cfg.file_reserved_time * 3600 * 1000, now, at_once)
+        await self._destroy_off_loop(files)
+        if files:
+            log.info("store.commit_log_files_deleted", count=len(files),
+                     min_phy_offset=self.commit_log.min_offset)
+        return len(files)
+
+    async def clean_consume_queues(self) -> None:
+        """``CleanConsumeQueueService``: drop queue and index files below the log's minimum."""
+        min_phy = self.commit_log.min_offset
+        if min_phy <= self._last_physical_min_offset:
+            return
+        self._last_physical_min_offset = min_phy
+        doomed: list[Any] = []
+        for cq in self.consume_queue_table.values():
+            doomed.extend(cq.detach_expired(min_phy))
+        if self.index is not None:
+            doomed.extend(self.index.detach_expired(min_phy))
+        await self._destroy_off_loop(doomed)
+
+    async def _destroy_off_loop(self, files: Sequence[MappedFile | Any]) -> None:
+        if not files:
+            return
+
+        def destroy_all() -> None:
+            for f in files:
+                f.destroy()
+
+        assert self._executor is not None
+        await asyncio.get_running_loop().run_in_executor(self._executor, destroy_all)
