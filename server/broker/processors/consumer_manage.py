@@ -16,6 +16,7 @@ All handlers are plain functions.
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING
 
 import structlog
@@ -30,6 +31,7 @@ from protocol.headers import (
     QueryConsumerOffsetResponseHeader,
     UpdateConsumerOffsetRequestHeader,
 )
+from server.store.config import MessageStoreConfig
 
 if TYPE_CHECKING:
     from ..controller import BrokerController
@@ -79,9 +81,8 @@ class ConsumerManageProcessor:
         h = QueryConsumerOffsetRequestHeader.from_ext_fields(request.ext_fields)
         offset = self._b.offsets.query_offset(h.consumer_group, h.topic, h.queue_id)
         if offset < 0:
-            store = self._b.store
-            min_offset = store.get_min_offset_in_queue(h.topic, h.queue_id)
-            if min_offset <= 0 and not store.check_in_disk_by_consume_offset(h.topic, h.queue_id, 0):
+            min_offset = self._b.store.get_min_offset_in_queue(h.topic, h.queue_id)
+            if min_offset <= 0 and not self._in_disk(h.topic, h.queue_id, 0):
                 offset = 0
             else:
                 return request.create_response(
@@ -91,3 +92,24 @@ class ConsumerManageProcessor:
         return request.create_response(
             ResponseCode.SUCCESS,
             ext_fields=QueryConsumerOffsetResponseHeader(offset=offset).to_ext_fields())
+
+    def _in_disk(self, topic: str, queue_id: int, consume_offset: int) -> bool:
+        """``DefaultMessageStore.checkInDiskByConsumeOffset``: the message at ``consume_offset``
+        lies beyond the in-memory window (``accessMessageInMemoryMaxRatio`` of RAM) behind
+        the commit log's end; a missing unit is not "in disk"."""
+        store = self._b.store
+        check = getattr(store, "check_in_disk_by_consume_offset", None)
+        if check is not None:
+            return bool(check(topic, queue_id, consume_offset))
+        if store.get_max_offset_in_queue(topic, queue_id) <= consume_offset:
+            return False
+        phy = store.get_commit_log_offset_in_queue(topic, queue_id, consume_offset)
+        return store.get_max_phy_offset() - phy > _in_memory_window(self._b.store_config)
+
+
+def _in_memory_window(cfg: MessageStoreConfig) -> int:
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError):
+        total = 8 * 1024 * 1024 * 1024
+    return total * cfg.access_message_in_memory_max_ratio // 100

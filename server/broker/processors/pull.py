@@ -176,8 +176,9 @@ class PullMessageProcessor:
                         f"The broker does not support consumer to filter message by {sub.expression_type}")
 
         message_filter = TagFilter(sub)
-        result = b.store.get_message(h.consumer_group, h.topic, h.queue_id, h.queue_offset,
-                                     h.max_msg_nums, message_filter)
+        result = b.store.get_message(
+            h.consumer_group, h.topic, h.queue_id, h.queue_offset, h.max_msg_nums,
+            None if message_filter.code_set is None else message_filter.is_matched_by_consume_queue)
         if result is None:
             response = fail(ResponseCode.SYSTEM_ERROR, "store getMessage return null")
         else:
@@ -192,6 +193,7 @@ class PullMessageProcessor:
             body = None
             if code == ResponseCode.SUCCESS:
                 body = result.body()
+                result.release()
             elif code == ResponseCode.PULL_OFFSET_MOVED:
                 log.warning("broker.pull_offset_moved", topic=h.topic, group=h.consumer_group,
                             queue_id=h.queue_id, request_offset=h.queue_offset,

@@ -1,0 +1,185 @@
+"""``BrokerController``: builds and wires every broker component, starts and stops them in order.
+
+Upstream ``BrokerController`` (``initialize``, ``start``, ``shutdown``, ``registerBrokerAll``).
+
+``start()``:
+
+1. load ``topics.json``, ``subscriptionGroup.json``, ``consumerOffset.json``;
+2. bind the RemotingServer (``listenPort`` 0 picks a free port, which then becomes
+   ``listen_port``, the registered broker address and the store host);
+3. start the store (recovery included) and hook its message-arriving listener to the
+   long-polling service;
+4. register the processor table (admin as default processor for unknown codes);
+5. start the persistence routines, client housekeeping and long-poll checker;
+6. register with every nameserver (awaited, failures logged), then the periodic
+   registration and the 5 s consumer-offset flush.
+
+``shutdown()`` (idempotent): answer parked pulls, stop the periodic tasks, unregister from
+the nameservers, stop accepting and close client connections, persist offsets, topics and
+groups, shut the store down (flush + checkpoint), close the nameserver client.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import structlog
+
+from protocol.channel import Channel
+from protocol.codes import ResponseCode
+from protocol.command import RemotingCommand
+from server.remoting import RemotingServer
+from server.store.config import MessageStoreConfig
+from server.store.message_store import MessageStore
+
+from .client_manager import ClientHousekeeping, ConsumerManager, ProducerManager
+from .config import BrokerConfig
+from .consumer_offset import ConsumerOffsetManager
+from .long_polling import PullRequestHoldService
+from .namesrv_api import BrokerOuterAPI
+from .processors.admin import AdminBrokerProcessor
+from .processors.client_manage import ClientManageProcessor
+from .processors.consumer_manage import ConsumerManageProcessor
+from .processors.pull import PullMessageProcessor
+from .processors.query import QueryProcessor
+from .processors.send import SendMessageProcessor
+from .subscription_group import SubscriptionGroupManager
+from .topic_config import TopicConfigManager
+
+__all__ = ["BrokerController"]
+
+log = structlog.get_logger("aiorocketmq.broker")
+
+
+class BrokerController:
+    """One broker process's components; see the module docstring for the order of things."""
+
+    def __init__(self, config: BrokerConfig, store_config: MessageStoreConfig, *,
+                 host: str = "127.0.0.1") -> None:
+        self.config = config
+        self.store_config = store_config
+        self.host = host
+        root = Path(store_config.store_path_root_dir)
+        self.topics = TopicConfigManager(config, root)
+        self.subscription_groups = SubscriptionGroupManager(
+            root, auto_create=config.auto_create_subscription_group)
+        self.offsets = ConsumerOffsetManager(root)
+        self.producers = ProducerManager()
+        self.consumers = ConsumerManager(notify_enable=config.notify_consumer_ids_changed_enable)
+        self.housekeeping = ClientHousekeeping(self.producers, self.consumers)
+        self.server = RemotingServer(host=host, port=config.listen_port,
+                                     default_handler=self._not_ready,
+                                     on_channel_close=self._on_channel_close)
+        self.namesrv = BrokerOuterAPI(config, self.topics.build_serialize_wrapper)
+        self.topics.on_topic_created = self.namesrv.request_register_oneway
+        self.store: MessageStore = None  # type: ignore[assignment]  # created in start()
+        self.pull_hold: PullRequestHoldService = None  # type: ignore[assignment]
+        self.send_processor: SendMessageProcessor | None = None
+        self.pull_processor: PullMessageProcessor | None = None
+        self.admin_processor: AdminBrokerProcessor | None = None
+        self._offset_task: asyncio.Task[None] | None = None
+        self._state = "new"
+
+    @property
+    def broker_addr(self) -> str:
+        return self.config.broker_addr
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        if self._state != "new":
+            raise RuntimeError(f"BrokerController.start(): broker is {self._state}")
+        self._state = "starting"
+        for manager in (self.topics, self.subscription_groups, self.offsets):
+            if not manager.load():
+                raise RuntimeError(f"cannot load {manager.path} nor its .bak")
+        await self.server.start()
+        self.config.listen_port = self.server.port
+        c = self.config
+        self.store = MessageStore(self.store_config, store_host=c.broker_addr,
+                                  broker_name=c.broker_name, broker_cluster=c.broker_cluster_name)
+        await self.store.start()
+        self.pull_processor = PullMessageProcessor(self)
+        self.pull_hold = PullRequestHoldService(
+            wakeup=self.pull_processor.execute_request_when_wakeup,
+            max_offset=self.store.get_max_offset_in_queue,
+            long_polling_enable=c.long_polling_enable,
+            short_polling_time_ms=c.short_polling_time_ms,
+            max_per_queue=c.max_suspended_pulls_per_queue,
+            max_total=c.max_suspended_pulls)
+        if c.long_polling_enable:
+            self.store.set_message_arriving_listener(self._on_message_arriving)
+        self.send_processor = SendMessageProcessor(self)
+        self.admin_processor = AdminBrokerProcessor(self)
+        for processor in (self.send_processor, self.pull_processor,
+                          QueryProcessor(self), ClientManageProcessor(self),
+                          ConsumerManageProcessor(self), self.admin_processor):
+            for code, handler in processor.handlers().items():
+                self.server.register(code, handler)
+        self.server.register_default(self.admin_processor.unknown)
+        for manager in (self.topics, self.subscription_groups, self.offsets):
+            manager.start()
+        self.housekeeping.start()
+        self.pull_hold.start()
+        await self.namesrv.register_broker_all()
+        self.namesrv.start()
+        self._offset_task = asyncio.get_running_loop().create_task(
+            self._persist_offsets_routine(), name="persistConsumerOffset")
+        self._state = "running"
+        log.info("broker.started", broker=c.broker_name, addr=c.broker_addr,
+                 namesrv=c.namesrv_addr)
+
+    def _not_ready(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        return request.create_response(ResponseCode.SYSTEM_BUSY,
+                                       "[STARTING]broker is starting, try again later")
+
+    def _on_message_arriving(self, topic: str, queue_id: int, max_offset: int, tags_code: int,
+                             store_timestamp: int, properties: dict[str, str]) -> None:
+        self.pull_hold.notify_message_arriving(topic, queue_id, max_offset, tags_code)
+
+    def _on_channel_close(self, channel: Channel, exc: BaseException | None) -> None:
+        self.producers.on_channel_close(channel)
+        self.consumers.on_channel_close(channel)
+        if self.pull_hold is not None:
+            self.pull_hold.drop_channel(channel)
+
+    async def _persist_offsets_routine(self) -> None:
+        interval = self.config.flush_consumer_offset_interval_ms / 1000
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                await self.offsets.persist()
+            except OSError as exc:
+                log.error("broker.offset_persist_failed", error=str(exc))
+
+    async def shutdown(self) -> None:
+        """Stop everything in order (see the module docstring). Idempotent."""
+        if self._state in ("stopping", "stopped"):
+            return
+        started = self._state == "running"
+        self._state = "stopping"
+        if self._offset_task is not None:
+            self._offset_task.cancel()
+            try:
+                await self._offset_task
+            except asyncio.CancelledError:
+                pass
+        if self.pull_hold is not None:
+            await self.pull_hold.stop()
+        await self.namesrv.stop()
+        if started:
+            await self.namesrv.unregister_broker_all()
+        await self.housekeeping.stop()
+        await self.server.stop()
+        await self.consumers.stop()
+        for manager in (self.offsets, self.topics, self.subscription_groups):
+            try:
+                await manager.stop()
+            except OSError as exc:
+                log.error("broker.config_persist_failed", path=str(manager.path), error=str(exc))
+        if self.store is not None:
+            await self.store.shutdown()
+        await self.namesrv.close()
+        self._state = "stopped"
+        log.info("broker.stopped", broker=self.config.broker_name)

@@ -1,0 +1,66 @@
+"""``mqbroker`` = ``python -m server.broker.main``: run one broker until SIGTERM/SIGINT.
+
+Upstream ``BrokerStartup``: ``-n namesrvAddr`` (``;``-separated, overrides the file),
+``-c broker.conf`` (upstream properties). Ours adds ``--host`` (bind address, default
+127.0.0.1), ``--log-format`` and ``--log-level``. When ready it prints exactly
+``The broker[<brokerName>, <ip>:<port>] boot success. serializeType=JSON and name server is <namesrvAddr>``
+to stdout (tests read the port from it); logs go to stderr. SIGTERM shuts down cleanly
+(exit 0).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+import structlog
+
+from server.runtime import (
+    add_common_arguments,
+    configure_logging,
+    read_properties_file,
+    serve_until_signalled,
+)
+
+from .config import load_broker_configs
+from .controller import BrokerController
+
+log = structlog.get_logger("aiorocketmq.broker")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="mqbroker", description="aiorocketmq broker")
+    parser.add_argument("-n", "--namesrv-addr", dest="namesrv_addr",
+                        help="name server address list, e.g. 127.0.0.1:9876;127.0.0.2:9876")
+    parser.add_argument("-c", "--config-file", dest="config_file",
+                        help="broker configuration file (upstream broker.conf)")
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on")
+    add_common_arguments(parser)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    configure_logging(args.log_format, args.log_level)
+    props: dict[str, str] = {}
+    if args.config_file:
+        props.update(read_properties_file(args.config_file))
+    if args.namesrv_addr:
+        props["namesrvAddr"] = args.namesrv_addr
+    try:
+        config, store_config = load_broker_configs(props)
+    except ValueError as exc:
+        print(f"mqbroker: bad configuration: {exc}", file=sys.stderr)
+        return 2
+    broker = BrokerController(config, store_config, host=args.host)
+
+    async def start() -> None:
+        await broker.start()
+        print(f"The broker[{config.broker_name}, {config.broker_addr}] boot success. "
+              f"serializeType=JSON and name server is {config.namesrv_addr}", flush=True)
+
+    return serve_until_signalled(start, broker.shutdown)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
