@@ -158,15 +158,21 @@ class NamesrvProcessor:
                             broker_addr=h.broker_addr, header_crc32=h.body_crc32, body_crc32=crc)
                 return request.create_response(_SYSTEM_ERROR, "crc32 not match", ext_fields={})
         filters: list[str] | None
-        if request.version >= _REGISTER_BODY_SINCE:
-            if body:
-                rb = RegisterBrokerBody.decode(body, compressed=h.compressed)
-                wrapper, filters = rb.topic_config_serialize_wrapper, rb.filter_server_list
+        try:
+            if request.version >= _REGISTER_BODY_SINCE:
+                if body:
+                    rb = RegisterBrokerBody.decode(body, compressed=h.compressed)
+                    wrapper, filters = rb.topic_config_serialize_wrapper, rb.filter_server_list
+                else:
+                    wrapper, filters = _empty_wrapper(), []
             else:
-                wrapper, filters = _empty_wrapper(), []
-        else:
-            wrapper = TopicConfigSerializeWrapper.decode(body) if body else _empty_wrapper()
-            filters = None
+                wrapper = TopicConfigSerializeWrapper.decode(body) if body else _empty_wrapper()
+                filters = None
+        except ProtocolError as exc:
+            form = ("compressed RegisterBrokerBody" if h.compressed
+                    else "RegisterBrokerBody" if request.version >= _REGISTER_BODY_SINCE
+                    else "TopicConfigSerializeWrapper")
+            raise ProtocolError(f"bad {form} from {h.broker_addr}: {exc}") from exc
         result = self.routes.register_broker(
             h.cluster_name, h.broker_addr, h.broker_name, h.broker_id, h.ha_server_addr,
             wrapper.data_version, wrapper.topic_config_table, filters, channel)
@@ -208,18 +214,19 @@ class NamesrvProcessor:
         if routes.generation != self._route_generation or len(cache) >= _ROUTE_CACHE_MAX:
             cache.clear()
             self._route_generation = routes.generation
+        # With orderMessageEnable the answer also depends on the KV table, whose changes
+        # do not move the route generation: no caching then.
+        ordered = self.config.order_message_enable
         key = (topic, standard)
-        body = cache.get(key)
+        body = None if ordered else cache.get(key)
         if body is None:
-            order_conf = None
-            if self.config.order_message_enable:
-                order_conf = self.kv.get(_ORDER_NS, topic)
+            order_conf = self.kv.get(_ORDER_NS, topic) if ordered else None
             route = routes.pick_topic_route(topic, order_conf)
             if route is None:
                 return request.create_response(
                     _TOPIC_NOT_EXIST, TOPIC_NOT_EXIST_REMARK.format(topic=topic))
             body = route.encode(standard=standard)
-            if not self.config.order_message_enable:  # KV changes do not move generation
+            if not ordered:
                 cache[key] = body
         return request.create_response(_SUCCESS, body=body)
 
