@@ -29,7 +29,7 @@ from __future__ import annotations
 import struct
 import time
 import zlib
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 
 import structlog
 
@@ -74,6 +74,10 @@ _KEYS = MessageConst.PROPERTY_KEYS
 _UNIQ = MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX
 _SCHEDULE_TOPIC = SystemTopic.SCHEDULE_TOPIC
 
+def _wall_clock_ms() -> int:
+    return int(time.time() * 1000)
+
+
 # Recovery verdicts of _check_record besides a positive record size.
 _END_OF_FILE = 0
 _INVALID = -1
@@ -83,11 +87,13 @@ class CommitLog:
     """The log itself; the store facade adds dispatch, flushing and retention."""
 
     __slots__ = ("config", "store_host", "delay_levels", "max_delay_level", "mfq", "file_size",
-                 "topic_queue_table")
+                 "topic_queue_table", "clock_ms")
 
     def __init__(self, config: MessageStoreConfig, store_host: bytes,
-                 delay_levels: Mapping[int, int]) -> None:
+                 delay_levels: Mapping[int, int], clock_ms: Callable[[], int] | None = None) -> None:
         self.config = config
+        # Store timestamps come from here (wall-clock milliseconds, as System.currentTimeMillis).
+        self.clock_ms: Callable[[], int] = clock_ms or _wall_clock_ms
         self.store_host = store_host
         self.delay_levels = delay_levels
         self.max_delay_level = max(delay_levels) if delay_levels else 0
@@ -206,7 +212,7 @@ class CommitLog:
         if refused is not None:
             return AppendMessageResult(refused)
         mf = self._segment_for(size)
-        now_ms = int(time.time() * 1000)
+        now_ms = self.clock_ms()
         wrote = self._encode_into(mf, inner, topic_b, props_b, store_host, now_ms)
         return AppendMessageResult(
             AppendMessageStatus.PUT_OK, wrote_offset=inner.commit_log_offset, wrote_bytes=wrote,
@@ -229,7 +235,7 @@ class CommitLog:
         if total > self.config.max_message_size or total + END_FILE_MIN_BLANK_LENGTH > self.file_size:
             return AppendMessageResult(AppendMessageStatus.MESSAGE_SIZE_EXCEEDED)
         mf = self._segment_for(total)
-        now_ms = int(time.time() * 1000)
+        now_ms = self.clock_ms()
         wrote = 0
         ids = []
         for inner, topic_b, props_b, store_host in prepared:

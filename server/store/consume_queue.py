@@ -115,17 +115,32 @@ class ConsumeQueue:
         self._refresh_max_physic_offset()
 
     def correct_min_offset(self, phy_min_offset: int) -> None:
-        """``correctMinOffset``: the first unit of the first segment whose record still exists."""
-        first = self.mfq.first
-        if first is None:
+        """``correctMinOffset``: the first unit whose record still exists.
+
+        Upstream looks at the first segment only; we continue into later segments so the
+        minimum never names a unit whose record is gone.
+        """
+        # Units are in commit-log order (leading pre-blank units have offset 0), so the
+        # predicate "record still exists" is monotone: binary search each segment.
+        for mf in self.mfq.files:
+            mm = mf.mm
+            lo, hi = 0, mf.wrote_position // CQ_STORE_UNIT_SIZE
+            if hi == 0:
+                continue
+            last_offset, last_size, _ = _unpack_unit(mm, (hi - 1) * CQ_STORE_UNIT_SIZE)
+            if last_offset < phy_min_offset or last_size == 0x7FFFFFFF:
+                continue
+            while lo < hi:
+                mid = (lo + hi) // 2
+                offset, size, _ = _unpack_unit(mm, mid * CQ_STORE_UNIT_SIZE)
+                if offset >= phy_min_offset and size != 0x7FFFFFFF:
+                    hi = mid
+                else:
+                    lo = mid + 1
+            self.min_logic_offset = mf.file_from_offset + lo * CQ_STORE_UNIT_SIZE
             return
-        mm = first.mm
-        for pos in range(0, first.wrote_position, CQ_STORE_UNIT_SIZE):
-            offset, size, _ = _unpack_unit(mm, pos)
-            if offset >= phy_min_offset and size != 0x7FFFFFFF:
-                self.min_logic_offset = first.file_from_offset + pos
-                return
-        self.min_logic_offset = first.file_from_offset + first.wrote_position
+        if self.mfq.files:
+            self.min_logic_offset = self.mfq.max_offset
 
     # -- writing --
 

@@ -251,13 +251,12 @@ class MappedFileQueue:
     def create_file(self, start_offset: int) -> MappedFile:
         """Create the segment starting at ``start_offset``. Raises OSError (e.g. ENOSPC)."""
         mf = None
-        while self.spares:
-            spare = self.spares.pop(0)
-            if spare.file_from_offset == start_offset and mf is None:
-                mf = spare
-            else:
-                spare.destroy()
-        if mf is None:
+        spares = self.spares
+        while spares and spares[0].file_from_offset != start_offset:
+            spares.pop(0).destroy()  # reserved for a layout that did not happen
+        if spares:
+            mf = spares.pop(0)
+        else:
             mf = self._new_segment(start_offset)
         if not self.files:
             mf.first_create_in_queue = True

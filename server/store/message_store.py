@@ -216,7 +216,8 @@ class MessageStore:
 
     def __init__(self, config: MessageStoreConfig, *, store_host: str, broker_name: str = "",
                  broker_cluster: str = "",
-                 disk_used_ratio: Callable[[str], float] | None = None) -> None:
+                 disk_used_ratio: Callable[[str], float] | None = None,
+                 clock_ms: Callable[[], int] | None = None) -> None:
         """Args:
             config: the store options (read once, at ``start``).
             store_host: ``"ip:port"`` written into every record's STOREHOSTADDRESS and
@@ -224,6 +225,7 @@ class MessageStore:
             broker_name / broker_cluster: informational (runtime info, logs).
             disk_used_ratio: ``f(path) -> used fraction`` of the partition holding
                 ``path``; defaults to ``statvfs``. Embedders and tests may replace it.
+            clock_ms: the source of store timestamps (wall-clock ms by default).
         """
         self.config = config
         self.store_host = store_host
@@ -232,7 +234,7 @@ class MessageStore:
         self.broker_cluster = broker_cluster
         self.delay_levels = parse_delay_levels(config.message_delay_level)
         self._disk_used_ratio = disk_used_ratio or _disk_used_ratio
-        self.commit_log = CommitLog(config, self.store_host_bytes, self.delay_levels)
+        self.commit_log = CommitLog(config, self.store_host_bytes, self.delay_levels, clock_ms)
         self.consume_queue_table: dict[tuple[str, int], ConsumeQueue] = {}
         self.index: IndexService | None = (
             IndexService(config.index_dir, config.max_hash_slot_num, config.max_index_num)
