@@ -1,0 +1,62 @@
+"""RocketMQ source and sink for Spark Structured Streaming (PySpark Python Data Source API).
+
+Usage::
+
+    from spark_sink import register
+    register(spark)   # format "rocketmq" for read, readStream, write and writeStream
+
+Source options (Spark Kafka source names where the concept is the same):
+
+==========================  ============================================================
+``nameServer``              required, ``host:port[;host:port]``
+``topic`` / ``topicPattern`` comma-separated topics, or a regex matched (whole name) against
+                            the nameserver's topic list; exactly one of the two
+``subExpression``           tag expression (``"TagA || TagB"``), default ``*``; applied by
+                            the broker and re-checked on the client
+``startingOffsets``         ``earliest`` | ``latest`` | ``{"topic":{"broker":{"queueId":n}}}``
+                            (-2 earliest, -1 latest); default latest (stream), earliest (batch)
+``startingTimestamp``       ms since the epoch; SEARCH_OFFSET_BY_TIMESTAMP per queue
+``endingOffsets``           batch only: ``latest`` (default) or a JSON map as above
+``maxOffsetsPerTrigger``    cap per micro-batch, split across queues by backlog
+``minOffsetsPerTrigger``    wait for this many messages, at most ``maxTriggerDelay`` (15m)
+``minPartitions``           split large queue ranges into more Spark partitions
+``failOnDataLoss``          default true: offsets gone from the broker fail the query with
+                            the queue named; false: skip them and log ``rocketmq_data_loss``
+``pullBatchSize``           messages per pull request (default 32)
+``pullTimeoutMs``           budget of each RocketMQ call (default 10000)
+``consumerGroup``           group name used in pulls; with ``assignment=group`` the driver
+                            joins it and reads only its share of the queues
+``assignment``              ``all`` (default: every queue) | ``group``
+``commitOffsetsToGroup``    default true when consumerGroup is set: finished offsets are
+                            written with UPDATE_CONSUMER_OFFSET (``mqadmin consumerProgress``)
+``includeProperties``       add a ``properties map<string,string>`` column
+==========================  ============================================================
+
+Schema: ``topic string, brokerName string, queueId int, queueOffset long, msgId string,
+tags string, keys string, body binary, bornTimestamp timestamp, storeTimestamp timestamp,
+bornHost string, reconsumeTimes int`` [``, properties map<string,string>``].
+
+Sink: columns ``body`` (or ``value``; binary or string, required), ``topic``, ``tags``,
+``keys``, ``properties`` (map), ``queueId``; options ``nameServer``, ``topic``,
+``producerGroup``, ``sendTimeoutMs``, ``async``, ``maxInFlight``. Delivery is at least once;
+each message carries ``spark.queryId``, ``spark.batchId``, ``spark.partitionId`` and
+``spark.rowIndex`` for deduplication downstream (``spark_sink.sink_mapping.dedup_key``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+__all__ = ["register", "FORMAT"]
+
+FORMAT = "rocketmq"
+
+
+def register(spark: SparkSession) -> None:
+    """Register the ``rocketmq`` data source (source and sink) with ``spark``."""
+    from .source import RocketMQDataSource
+
+    spark.dataSource.register(RocketMQDataSource)

@@ -1,0 +1,443 @@
+"""The connector's only I/O: RocketMQ calls made through ``client.api.MQClientAPI``.
+
+Contract:
+
+* ``RocketMQLink`` is the async side: one ``RemotingClient`` + ``MQClientAPI``, and the
+  handful of compound operations the source and sink need (queue discovery from routes,
+  min/max/timestamp offsets per queue, exact range reads, group membership, offset
+  commits). It never caches offsets; routes are looked up on every ``queues()`` call so
+  that new queues and vanished brokers are seen each micro-batch.
+* ``BlockingLink`` is the synchronous facade Spark code calls: one private event loop on
+  one daemon thread per object, started in ``__enter__`` / ``open()`` and stopped (client
+  closed, heartbeat routine cancelled) in ``__exit__`` / ``close()``. The driver keeps one
+  per reader for the life of the query; each executor ``read()`` / ``write()`` opens one
+  and closes it before returning, so tasks keep no state between calls.
+* ``read_range`` pulls exactly ``[start, end)`` of one queue with non-suspending pulls
+  (PullSysFlag SUBSCRIPTION only: no COMMIT_OFFSET bit, so nothing is stored on the
+  broker), ``pipeline`` windows of ``batch`` offsets in flight at once, and hands back
+  messages in queue-offset order. Data loss (the queue's min offset moved past what the
+  range needs, or its max offset fell below it) raises ``DataLossError`` naming the queue
+  when ``fail_on_data_loss``, else skips what is gone and logs ``rocketmq_data_loss``.
+
+Upstream: ``DefaultMQPullConsumerImpl.pullSyncImpl`` (pull flags, REMOTING.md 4.2),
+``RebalanceImpl`` + ``AllocateMessageQueueAveragely`` (6.10), ``MQClientInstance``
+heartbeats (4.6), ``RemoteBrokerOffsetStore.updateConsumeOffsetToBroker`` (4.5).
+"""
+
+# ASYNC109: ``timeout`` parameters are per-call budgets handed to MQClientAPI.
+# ruff: noqa: ASYNC109
+
+from __future__ import annotations
+
+import asyncio
+import re
+import threading
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass
+from typing import Self, TypeVar
+
+import structlog
+
+from client.allocate import AllocateMessageQueueAveragely, sort_cids, sort_queues
+from client.api import MQClientAPI, PullStatus
+from client.config import ClientConfig
+from client.remoting import RemotingClient
+from protocol.bodies import (
+    ConsumerData,
+    HeartbeatData,
+    MessageQueue,
+    SubscriptionData,
+    TopicList,
+    build_subscription_data,
+)
+from protocol.codes import MessageConst, MixAll, Perm, PullSysFlag, RequestCode, ResponseCode
+from protocol.command import RemotingCommand
+from protocol.errors import MQBrokerError, MQClientError, QueryNotFoundError
+from protocol.headers import (
+    PullMessageRequestHeader,
+    QueryConsumerOffsetRequestHeader,
+    UpdateConsumerOffsetRequestHeader,
+)
+from protocol.message import MessageExt
+
+from .offsets import DataLossError, QueueKey
+
+__all__ = ["RocketMQLink", "LoopThread", "BlockingLink", "RouteView", "DEFAULT_PIPELINE"]
+
+log = structlog.get_logger("aiorocketmq.spark")
+
+T = TypeVar("T")
+
+DEFAULT_PIPELINE = 4  # pull windows in flight per queue range
+_HEARTBEAT_INTERVAL = 20.0  # seconds; the broker drops a client silent for 120 s (6.3)
+_SYSTEM_TOPIC = re.compile(r"^(%RETRY%|%DLQ%|rmq_sys_|RMQ_SYS_)|^(TBW102|SCHEDULE_TOPIC_XXXX|"
+                           r"OFFSET_MOVED_EVENT|BenchmarkTest|SELF_TEST_TOPIC)$")
+
+
+@dataclass(frozen=True, slots=True)
+class RouteView:
+    """Readable queues of some topics, with the master address of each broker.
+
+    ``missing_brokers`` are brokers a topic's route names in its queue data but for which
+    no master address is known (the broker went away): the caller reports them.
+    """
+
+    queues: tuple[QueueKey, ...]
+    broker_addrs: dict[str, str]
+    missing_brokers: tuple[str, ...]
+
+
+class RocketMQLink:
+    """Async RocketMQ calls for the connector (see module docstring)."""
+
+    def __init__(self, name_server: str, *, timeout_ms: int = 10_000,
+                 instance_name: str = "spark-rocketmq") -> None:
+        self.config = ClientConfig(namesrv_addr=name_server, instance_name=instance_name,
+                                   mq_client_api_timeout_ms=timeout_ms).with_pid_instance_name()
+        self.client_id = self.config.build_client_id()
+        self.remoting = RemotingClient()
+        self.remoting.update_namesrv_address_list(self.config.namesrv_addresses)
+        self.api = MQClientAPI(self.remoting, self.config)
+        self.timeout = timeout_ms / 1000
+
+    async def close(self) -> None:
+        await self.remoting.close()
+
+    # -- metadata ---------------------------------------------------------------------------
+
+    async def topic_list(self) -> list[str]:
+        """GET_ALL_TOPIC_LIST_FROM_NAMESERVER, system topics left out."""
+        request = RemotingCommand.create_request(RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER)
+        response = await self.remoting.invoke_namesrv(request, self.timeout)
+        if response.code != ResponseCode.SUCCESS:
+            raise MQBrokerError.for_code(response.code, response.remark,
+                                         self.remoting.namesrv_addr_chosen)
+        topics = TopicList.decode(response.body).topic_list if response.body else []
+        return sorted(t for t in topics if not _SYSTEM_TOPIC.search(t))
+
+    async def routes(self, topics: Iterable[str]) -> RouteView:
+        """Readable queues of ``topics`` (upstream ``topicRouteData2TopicSubscribeInfo``)."""
+        queues: list[QueueKey] = []
+        addrs: dict[str, str] = {}
+        missing: set[str] = set()
+        for topic in sorted(set(topics)):
+            route = await self.api.get_topic_route_info(topic, self.timeout)
+            for bd in route.broker_datas:
+                addr = bd.broker_addrs.get(MixAll.MASTER_ID)
+                if addr:
+                    addrs[bd.broker_name] = addr
+            for qd in route.queue_datas:
+                if not Perm.readable(qd.perm):
+                    continue
+                if qd.broker_name not in addrs:
+                    missing.add(qd.broker_name)
+                    continue
+                queues.extend(QueueKey(topic, qd.broker_name, i) for i in range(qd.read_queue_nums))
+        return RouteView(tuple(sorted(queues)), addrs, tuple(sorted(missing)))
+
+    async def _per_queue(self, view: RouteView, keys: Sequence[QueueKey],
+                         call: Callable[[str, MessageQueue], Awaitable[int]]) -> dict[QueueKey, int]:
+        results = await asyncio.gather(*(call(view.broker_addrs[k.broker_name], _mq(k)) for k in keys))
+        return dict(zip(keys, results, strict=True))
+
+    async def max_offsets(self, view: RouteView, keys: Sequence[QueueKey]) -> dict[QueueKey, int]:
+        return await self._per_queue(view, keys, lambda a, mq: self.api.get_max_offset(a, mq, self.timeout))
+
+    async def min_offsets(self, view: RouteView, keys: Sequence[QueueKey]) -> dict[QueueKey, int]:
+        return await self._per_queue(view, keys, lambda a, mq: self.api.get_min_offset(a, mq, self.timeout))
+
+    async def offsets_for_timestamp(self, view: RouteView, keys: Sequence[QueueKey],
+                                    timestamp_ms: int) -> dict[QueueKey, int]:
+        """SEARCH_OFFSET_BY_TIMESTAMP per queue."""
+        return await self._per_queue(
+            view, keys, lambda a, mq: self.api.search_offset(a, mq, timestamp_ms, self.timeout))
+
+    # -- consumer group ---------------------------------------------------------------------
+
+    def _heartbeat_data(self, group: str, topics: Sequence[str], sub_expression: str) -> HeartbeatData:
+        subs = [build_subscription_data(t, sub_expression) for t in topics]
+        consumer = ConsumerData(
+            group_name=group, consume_type="CONSUME_ACTIVELY", message_model="CLUSTERING",
+            consume_from_where="CONSUME_FROM_LAST_OFFSET", subscription_data_set=subs,
+            unit_mode=False)
+        return HeartbeatData(client_id=self.client_id, consumer_data_set=[consumer])
+
+    async def heartbeat(self, view: RouteView, group: str, topics: Sequence[str],
+                        sub_expression: str) -> None:
+        """HEART_BEAT to every broker holding one of ``topics`` (joins the group)."""
+        data = self._heartbeat_data(group, topics, sub_expression)
+        await asyncio.gather(*(self.api.send_heartbeat(addr, data, self.timeout)
+                               for addr in sorted(set(view.broker_addrs.values()))))
+
+    async def unregister(self, view: RouteView, group: str) -> None:
+        for addr in sorted(set(view.broker_addrs.values())):
+            await self.api.unregister_client(addr, self.client_id, consumer_group=group,
+                                             timeout=self.timeout)
+
+    async def allocate(self, view: RouteView, group: str) -> list[QueueKey]:
+        """This client's share of ``view.queues`` (AllocateMessageQueueAveragely per topic)."""
+        mine: list[QueueKey] = []
+        strategy = AllocateMessageQueueAveragely()
+        by_topic: dict[str, list[MessageQueue]] = {}
+        for key in view.queues:
+            by_topic.setdefault(key.topic, []).append(_mq(key))
+        for topic, mqs in sorted(by_topic.items()):
+            addr = view.broker_addrs[mqs[0].broker_name]
+            cids = sort_cids(await self.api.get_consumer_id_list(addr, group, self.timeout))
+            if self.client_id not in cids:
+                # Our heartbeat has not reached the broker asked (or it restarted).
+                continue
+            for mq in strategy.allocate(group, self.client_id, sort_queues(mqs), cids):
+                mine.append(QueueKey(topic, mq.broker_name, mq.queue_id))
+        return sorted(mine)
+
+    async def committed_offset(self, view: RouteView, group: str, key: QueueKey) -> int | None:
+        header = QueryConsumerOffsetRequestHeader(consumer_group=group, topic=key.topic,
+                                                  queue_id=key.queue_id, bname=key.broker_name)
+        try:
+            return await self.api.query_consumer_offset(view.broker_addrs[key.broker_name], header,
+                                                        self.timeout)
+        except QueryNotFoundError:
+            return None
+
+    async def commit_offsets(self, view: RouteView, group: str,
+                             offsets: dict[QueueKey, int]) -> None:
+        """UPDATE_CONSUMER_OFFSET for each queue whose broker is known, acknowledged."""
+        calls = []
+        for key, offset in sorted(offsets.items()):
+            addr = view.broker_addrs.get(key.broker_name)
+            if addr is None:
+                continue
+            header = UpdateConsumerOffsetRequestHeader(
+                consumer_group=group, topic=key.topic, queue_id=key.queue_id,
+                commit_offset=offset, bname=key.broker_name)
+            calls.append(self.api.update_consumer_offset(addr, header, self.timeout, oneway=False))
+        await asyncio.gather(*calls)
+
+    # -- reads ------------------------------------------------------------------------------
+
+    async def read_window(self, addr: str, key: QueueKey, start: int, end: int, *,
+                          group: str, subscription: SubscriptionData,
+                          fail_on_data_loss: bool) -> list[MessageExt]:
+        """Messages of ``key`` with queue offsets in ``[start, end)``, in order."""
+        out: list[MessageExt] = []
+        tags = set(subscription.tags_set) if subscription.tags_set else None
+        flag = PullSysFlag.SUBSCRIPTION
+        cur = start
+        while cur < end:
+            header = PullMessageRequestHeader(
+                consumer_group=group, topic=key.topic, queue_id=key.queue_id, queue_offset=cur,
+                max_msg_nums=end - cur, sys_flag=flag, commit_offset=0,
+                suspend_timeout_millis=0, subscription=subscription.sub_string,
+                sub_version=0, expression_type=subscription.expression_type,
+                bname=key.broker_name)
+            result = await self.api.pull_message(addr, header, self.timeout)
+            status = result.status
+            if status is PullStatus.FOUND:
+                for m in result.msg_found_list:
+                    if m.queue_offset >= end:
+                        break
+                    # The broker filters by tag hash only (REMOTING.md 4.2): re-check.
+                    if tags is None or m.properties.get(MessageConst.PROPERTY_TAGS) in tags:
+                        out.append(m)
+                nxt = result.next_begin_offset
+            elif status is PullStatus.NO_MATCHED_MSG:
+                nxt = result.next_begin_offset
+            elif status is PullStatus.OFFSET_ILLEGAL and result.next_begin_offset > cur:
+                nxt = self._lost(key, cur, result.next_begin_offset, fail_on_data_loss,
+                                 "below the queue's min offset")
+            else:
+                # NO_NEW_MSG (or a move backwards) below ``end``: the queue no longer holds
+                # offsets it reported when the batch was planned.
+                nxt = self._lost(key, cur, end, fail_on_data_loss,
+                                 f"past the queue's max offset {result.max_offset}")
+            if nxt <= cur:
+                raise MQClientError(
+                    f"pull of {key} at offset {cur} did not advance (next {nxt}, "
+                    f"status {status.name})")
+            cur = nxt
+        return out
+
+    @staticmethod
+    def _lost(key: QueueKey, cur: int, resume: int, fail: bool, why: str) -> int:
+        if fail:
+            raise DataLossError(
+                f"queue {key}: offsets [{cur}, {resume}) are {why} and can no longer be read "
+                f"(retention deleted them, or the broker lost them). Set failOnDataLoss=false "
+                f"to skip them, or restart the query from new offsets.")
+        log.warning("rocketmq_data_loss", queue=str(key), lost_from=cur, lost_to=resume,
+                    reason=why)
+        return resume
+
+    async def read_range(self, addr: str, key: QueueKey, start: int, end: int, *,
+                         group: str, sub_expression: str, batch: int, fail_on_data_loss: bool,
+                         pipeline: int = DEFAULT_PIPELINE
+                         ) -> Callable[[], Awaitable[list[MessageExt] | None]]:
+        """Prepare a reader of ``[start, end)``; each call of the result returns the next
+        messages (one pipeline's worth of windows), None when the range is done.
+
+        The min offset is checked first so that a range starting below it is reported
+        (or skipped) before any pull.
+        """
+        subscription = build_subscription_data(key.topic, sub_expression)
+        min_offset = await self.api.get_min_offset(addr, _mq(key), self.timeout)
+        if start < min_offset:
+            start = self._lost(key, start, min(min_offset, end), fail_on_data_loss,
+                               f"below the queue's min offset {min_offset}")
+        cursor = start
+
+        async def next_chunk() -> list[MessageExt] | None:
+            nonlocal cursor
+            if cursor >= end:
+                return None
+            bounds = []
+            for _ in range(pipeline):
+                if cursor >= end:
+                    break
+                bounds.append((cursor, min(cursor + batch, end)))
+                cursor = bounds[-1][1]
+            parts = await asyncio.gather(*(
+                self.read_window(addr, key, s, e, group=group, subscription=subscription,
+                                 fail_on_data_loss=fail_on_data_loss) for s, e in bounds))
+            return [m for part in parts for m in part]
+
+        return next_chunk
+
+
+def _mq(key: QueueKey) -> MessageQueue:
+    return MessageQueue(key.topic, key.broker_name, key.queue_id)
+
+
+class LoopThread:
+    """A private event loop on one daemon thread: ``open()``, ``run(coro)``, ``close()``.
+
+    The synchronous facade Spark code needs (DESIGN.md: a small synchronous facade for a
+    Spark executor); ``close`` is idempotent and runs ``_aclose`` on the loop first.
+    """
+
+    def __init__(self) -> None:
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+
+    def open(self) -> Self:
+        if self._loop is not None:
+            raise MQClientError(f"{type(self).__name__}.open(): already open")
+        loop = asyncio.new_event_loop()
+        ready = threading.Event()
+
+        def run() -> None:
+            asyncio.set_event_loop(loop)
+            loop.call_soon(ready.set)
+            loop.run_forever()
+
+        self._loop = loop
+        self._thread = threading.Thread(target=run, name="rocketmq-spark-loop", daemon=True)
+        self._thread.start()
+        ready.wait()
+        try:
+            self.run(self._aopen())
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    async def _aopen(self) -> None:
+        """Runs on the loop at the end of ``open()``."""
+
+    async def _aclose(self) -> None:
+        """Runs on the loop at the start of ``close()``."""
+
+    def __enter__(self) -> Self:
+        return self.open()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def run(self, coro: Awaitable[T], timeout: float | None = None) -> T:
+        """Run ``coro`` on the loop and wait for its result (its exception is raised here)."""
+        if self._loop is None:
+            raise MQClientError(f"{type(self).__name__}.run(): not open")
+
+        async def wrap() -> T:
+            return await coro
+
+        fut: Future[T] = asyncio.run_coroutine_threadsafe(wrap(), self._loop)
+        return fut.result(timeout)
+
+    def close(self) -> None:
+        """Run ``_aclose``, stop the loop and join its thread; idempotent."""
+        loop = self._loop
+        if loop is None:
+            return
+        try:
+            asyncio.run_coroutine_threadsafe(self._aclose(), loop).result(30)
+        finally:
+            self._loop = None
+            loop.call_soon_threadsafe(loop.stop)
+            if self._thread is not None:
+                self._thread.join(30)
+                self._thread = None
+            loop.close()
+
+
+class BlockingLink(LoopThread):
+    """``RocketMQLink`` behind a ``LoopThread`` (see module docstring).
+
+    Args:
+        name_server: ``host:port[;host:port]``.
+        timeout_ms: budget of each RocketMQ call.
+    """
+
+    def __init__(self, name_server: str, *, timeout_ms: int = 10_000) -> None:
+        super().__init__()
+        self._name_server = name_server
+        self._timeout_ms = timeout_ms
+        self._link: RocketMQLink | None = None
+        self._routine_task: asyncio.Task[None] | None = None
+
+    async def _aopen(self) -> None:
+        self._link = RocketMQLink(self._name_server, timeout_ms=self._timeout_ms)
+
+    async def _aclose(self) -> None:
+        task, self._routine_task = self._routine_task, None
+        link, self._link = self._link, None
+        if task is not None:
+            task.cancel()
+            try:
+                await task
+            except asyncio.CancelledError:
+                pass
+        if link is not None:
+            await link.close()
+
+    @property
+    def link(self) -> RocketMQLink:
+        if self._link is None:
+            raise MQClientError("BlockingLink: not open")
+        return self._link
+
+    def call(self, fn: Callable[[RocketMQLink], Awaitable[T]]) -> T:
+        return self.run(fn(self.link))
+
+    def start_routine(self, fn: Callable[[RocketMQLink], Awaitable[None]],
+                      interval: float = _HEARTBEAT_INTERVAL) -> None:
+        """Run ``fn`` every ``interval`` seconds until close (the group heartbeat); a failed
+        round is logged and the next one tries again, as upstream's scheduled heartbeat."""
+        if self._routine_task is not None:
+            return
+
+        async def routine() -> None:
+            while True:
+                await asyncio.sleep(interval)
+                try:
+                    await fn(self.link)
+                except asyncio.CancelledError:
+                    raise
+                except Exception as exc:
+                    log.warning("rocketmq_heartbeat_failed", error=repr(exc))
+
+        async def start() -> asyncio.Task[None]:
+            return asyncio.get_running_loop().create_task(routine())
+
+        self._routine_task = self.run(start())

@@ -1,0 +1,262 @@
+"""Options of the ``rocketmq`` Spark source and sink, validated once into immutable records.
+
+Contract: ``parse_source_options(options, streaming=...)`` and ``parse_sink_options(options)``
+take the option map Spark hands a DataSource (keys case-insensitive) and return a frozen
+``SourceOptions`` / ``SinkOptions`` that everything downstream reads; anything invalid or
+unknown raises ``MQClientError`` (a ``ValueError``) naming the option and the accepted
+values, at query start on the driver rather than later in a task.
+
+Option names follow Spark's Kafka source where the concept is the same (startingOffsets,
+endingOffsets, maxOffsetsPerTrigger, minOffsetsPerTrigger, maxTriggerDelay, minPartitions,
+failOnDataLoss, includeHeaders -> includeProperties). RocketMQ concepts keep RocketMQ's names
+(nameServer, subExpression, consumerGroup, producerGroup, pullBatchSize).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+from protocol.errors import MQClientError
+
+from .offsets import OffsetSpec, parse_offset_spec
+
+__all__ = [
+    "SourceOptions",
+    "SinkOptions",
+    "parse_source_options",
+    "parse_sink_options",
+    "parse_duration_ms",
+    "DEFAULT_READER_GROUP",
+    "DEFAULT_PRODUCER_GROUP",
+]
+
+# Pulls need a group name even when no group is joined; the broker auto-creates it
+# (REMOTING.md 6.3) and nothing is stored under it because read() never commits.
+DEFAULT_READER_GROUP = "spark-rocketmq-reader"
+DEFAULT_PRODUCER_GROUP = "spark-rocketmq-writer"
+
+_SOURCE_KEYS = (
+    "nameServer", "topic", "topicPattern", "subExpression", "startingOffsets",
+    "startingTimestamp", "endingOffsets", "maxOffsetsPerTrigger", "minOffsetsPerTrigger",
+    "maxTriggerDelay", "minPartitions", "failOnDataLoss", "pullBatchSize", "pullTimeoutMs",
+    "consumerGroup", "assignment", "commitOffsetsToGroup", "includeProperties",
+)
+_SINK_KEYS = ("nameServer", "topic", "producerGroup", "sendTimeoutMs", "async", "maxInFlight")
+# Spark itself adds "path" when load()/save() get an argument; it means nothing here.
+_IGNORED_KEYS = frozenset({"path"})
+
+_DURATION = re.compile(r"^\s*(\d+)\s*(ms|s|m|min|h)?\s*$", re.IGNORECASE)
+_DURATION_UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "min": 60_000, "h": 3_600_000}
+
+
+def parse_duration_ms(value: str, option: str) -> int:
+    """``"500ms"``, ``"30s"``, ``"15m"``, ``"1h"`` or bare milliseconds -> milliseconds."""
+    m = _DURATION.match(value)
+    if m is None:
+        raise MQClientError(
+            f"option {option}={value!r} is not a duration (e.g. '500ms', '30s', '15m', '1h')"
+        )
+    return int(m.group(1)) * _DURATION_UNIT_MS[(m.group(2) or "ms").lower()]
+
+
+@dataclass(frozen=True, slots=True)
+class SourceOptions:
+    """Validated source options; see the module docstring of ``spark_sink`` for each one."""
+
+    name_server: str
+    topics: tuple[str, ...]
+    topic_pattern: str | None
+    sub_expression: str
+    starting_offsets: OffsetSpec
+    starting_timestamp_ms: int | None
+    ending_offsets: OffsetSpec
+    max_offsets_per_trigger: int | None
+    min_offsets_per_trigger: int | None
+    max_trigger_delay_ms: int
+    min_partitions: int | None
+    fail_on_data_loss: bool
+    pull_batch_size: int
+    pull_timeout_ms: int
+    consumer_group: str | None
+    assignment: Literal["all", "group"]
+    commit_offsets_to_group: bool
+    include_properties: bool
+
+    @property
+    def reader_group(self) -> str:
+        """Group name put in PULL_MESSAGE headers."""
+        return self.consumer_group or DEFAULT_READER_GROUP
+
+
+@dataclass(frozen=True, slots=True)
+class SinkOptions:
+    """Validated sink options."""
+
+    name_server: str
+    topic: str | None
+    producer_group: str
+    send_timeout_ms: int
+    async_send: bool
+    max_in_flight: int
+
+
+class _Reader:
+    """Case-insensitive access to the option map that remembers what was read."""
+
+    __slots__ = ("_values", "_known")
+
+    def __init__(self, options: Mapping[str, str], known: tuple[str, ...]) -> None:
+        canonical = {k.lower(): k for k in known}
+        self._known = known
+        self._values: dict[str, str] = {}
+        for key, value in options.items():
+            low = key.lower()
+            if low in _IGNORED_KEYS:
+                continue
+            if low not in canonical:
+                raise MQClientError(
+                    f"unknown option {key!r} for format 'rocketmq'; known options: "
+                    f"{', '.join(known)}"
+                )
+            self._values[canonical[low]] = value
+
+    def get(self, name: str) -> str | None:
+        value = self._values.get(name)
+        if value is None:
+            return None
+        value = value.strip()
+        return value or None
+
+    def require(self, name: str) -> str:
+        value = self.get(name)
+        if value is None:
+            raise MQClientError(f"option {name} is required for format 'rocketmq'")
+        return value
+
+    def int(self, name: str, default: int | None, *, minimum: int = 0) -> int | None:
+        raw = self.get(name)
+        if raw is None:
+            return default
+        try:
+            value = int(raw)
+        except ValueError:
+            raise MQClientError(f"option {name}={raw!r} is not an integer") from None
+        if value < minimum:
+            raise MQClientError(f"option {name}={value} must be >= {minimum}")
+        return value
+
+    def bool(self, name: str, default: bool) -> bool:
+        raw = self.get(name)
+        if raw is None:
+            return default
+        low = raw.lower()
+        if low not in ("true", "false"):
+            raise MQClientError(f"option {name}={raw!r} must be 'true' or 'false'")
+        return low == "true"
+
+
+def parse_source_options(options: Mapping[str, str], *, streaming: bool) -> SourceOptions:
+    """Validate the options of ``spark.read(Stream).format("rocketmq")``.
+
+    Args:
+        options: Spark's option map (case-insensitive keys).
+        streaming: True for readStream; endingOffsets is then refused (as Kafka's source),
+            and startingOffsets defaults to ``latest`` (``earliest`` for a batch read).
+
+    Raises:
+        MQClientError: a missing, unknown, malformed or contradictory option.
+    """
+    r = _Reader(options, _SOURCE_KEYS)
+    name_server = r.require("nameServer")
+    topic = r.get("topic")
+    pattern = r.get("topicPattern")
+    if (topic is None) == (pattern is None):
+        raise MQClientError("exactly one of the options topic and topicPattern must be set")
+    topics: tuple[str, ...] = ()
+    if topic is not None:
+        topics = tuple(sorted({t.strip() for t in topic.split(",") if t.strip()}))
+        if not topics:
+            raise MQClientError(f"option topic={topic!r} names no topic")
+    if pattern is not None:
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise MQClientError(f"option topicPattern={pattern!r} is not a regex: {exc}") from None
+
+    starting_raw = r.get("startingOffsets")
+    timestamp = r.int("startingTimestamp", None)
+    if starting_raw is not None and timestamp is not None:
+        raise MQClientError("set startingOffsets or startingTimestamp, not both")
+    starting = parse_offset_spec(
+        starting_raw or ("latest" if streaming else "earliest"), "startingOffsets"
+    )
+    ending_raw = r.get("endingOffsets")
+    if streaming and ending_raw is not None:
+        raise MQClientError("option endingOffsets is for batch queries (spark.read) only")
+    ending = parse_offset_spec(ending_raw or "latest", "endingOffsets")
+    if ending.kind == "earliest":
+        raise MQClientError("option endingOffsets cannot be 'earliest'")
+
+    max_per_trigger = r.int("maxOffsetsPerTrigger", None, minimum=1)
+    min_per_trigger = r.int("minOffsetsPerTrigger", None, minimum=1)
+    if (max_per_trigger is not None and min_per_trigger is not None
+            and min_per_trigger > max_per_trigger):
+        raise MQClientError(
+            f"minOffsetsPerTrigger={min_per_trigger} is above "
+            f"maxOffsetsPerTrigger={max_per_trigger}"
+        )
+    delay_raw = r.get("maxTriggerDelay")
+    max_delay_ms = parse_duration_ms(delay_raw, "maxTriggerDelay") if delay_raw else 15 * 60_000
+
+    group = r.get("consumerGroup")
+    assignment = (r.get("assignment") or "all").lower()
+    if assignment not in ("all", "group"):
+        raise MQClientError(f"option assignment={assignment!r} must be 'all' or 'group'")
+    if assignment == "group" and group is None:
+        raise MQClientError("option assignment=group needs the option consumerGroup")
+    if assignment == "group" and not streaming:
+        raise MQClientError("option assignment=group is for streaming queries only")
+    commit_to_group = r.bool("commitOffsetsToGroup", group is not None)
+    if commit_to_group and group is None:
+        raise MQClientError("option commitOffsetsToGroup=true needs the option consumerGroup")
+
+    return SourceOptions(
+        name_server=name_server,
+        topics=topics,
+        topic_pattern=pattern,
+        sub_expression=r.get("subExpression") or "*",
+        starting_offsets=starting,
+        starting_timestamp_ms=timestamp,
+        ending_offsets=ending,
+        max_offsets_per_trigger=max_per_trigger,
+        min_offsets_per_trigger=min_per_trigger,
+        max_trigger_delay_ms=max_delay_ms,
+        min_partitions=r.int("minPartitions", None, minimum=1),
+        fail_on_data_loss=r.bool("failOnDataLoss", True),
+        pull_batch_size=r.int("pullBatchSize", 32, minimum=1) or 32,
+        pull_timeout_ms=r.int("pullTimeoutMs", 10_000, minimum=1) or 10_000,
+        consumer_group=group,
+        assignment="group" if assignment == "group" else "all",
+        commit_offsets_to_group=commit_to_group,
+        include_properties=r.bool("includeProperties", False),
+    )
+
+
+def parse_sink_options(options: Mapping[str, str]) -> SinkOptions:
+    """Validate the options of ``df.write(Stream).format("rocketmq")``.
+
+    Raises:
+        MQClientError: a missing, unknown or malformed option.
+    """
+    r = _Reader(options, _SINK_KEYS)
+    return SinkOptions(
+        name_server=r.require("nameServer"),
+        topic=r.get("topic"),
+        producer_group=r.get("producerGroup") or DEFAULT_PRODUCER_GROUP,
+        send_timeout_ms=r.int("sendTimeoutMs", 3000, minimum=1) or 3000,
+        async_send=r.bool("async", False),
+        max_in_flight=r.int("maxInFlight", 256, minimum=1) or 256,
+    )

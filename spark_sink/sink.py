@@ -1,0 +1,187 @@
+"""The ``rocketmq`` sink: ``df.write(Stream).format("rocketmq")`` sends each row as a message.
+
+Contract:
+
+* The DataFrame's columns are validated on the driver (``sink_mapping.SinkColumns``).
+* Each Spark task (``write``) starts one ``client.producer.Producer`` on a private
+  ``LoopThread``, sends its rows, waits until the broker acknowledged every one of them,
+  shuts the producer down and returns a ``SinkCommitMessage`` with the count. A failed send
+  fails the task; Spark retries it, so delivery is **at least once**. Every message carries
+  ``spark.queryId`` / ``spark.batchId`` / ``spark.partitionId`` / ``spark.rowIndex``
+  (``sink_mapping``), which name the row exactly across re-runs: a consumer that needs
+  exactly-once deduplicates on them.
+* ``async=false`` (default) sends one message at a time; ``async=true`` keeps up to
+  ``maxInFlight`` sends in flight per task (the producer's ``send_async``) and still waits
+  for all of them before the task reports success.
+* ``queueId`` picks ``mqs[queueId % len(mqs)]`` among the topic's write queues in route
+  order (upstream ``send(msg, selector, arg)`` with an index selector).
+
+The batch id comes from the task's local property ``streaming.sql.batchId``, which Spark's
+MicroBatchExecution sets for every micro-batch (``-1`` for a batch write).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import structlog
+from pyspark.sql.datasource import DataSourceStreamWriter, DataSourceWriter, WriterCommitMessage
+
+from client.producer import Producer
+from protocol.bodies import MessageQueue
+from protocol.message import Message
+
+from .link import LoopThread
+from .options import SinkOptions
+from .sink_mapping import (
+    PROP_BATCH_ID,
+    PROP_PARTITION_ID,
+    PROP_QUERY_ID,
+    SinkColumns,
+    row_to_message,
+)
+
+if TYPE_CHECKING:
+    from pyspark.sql import Row
+    from pyspark.sql.types import StructType
+
+__all__ = ["RocketMQBatchWriter", "RocketMQStreamWriter", "SinkCommitMessage",
+           "write_partition", "select_by_index"]
+
+log = structlog.get_logger("aiorocketmq.spark")
+
+_SEND_CHUNK = 512  # rows handed to the loop thread per hop
+BATCH_ID_PROPERTY = "streaming.sql.batchId"  # MicroBatchExecution.BATCH_ID_KEY
+QUERY_ID_PROPERTY = "sql.streaming.queryId"  # StreamExecution.QUERY_ID_KEY
+
+
+@dataclass(frozen=True, slots=True)
+class SinkCommitMessage(WriterCommitMessage):
+    """What one task wrote."""
+
+    partition_id: int
+    batch_id: int
+    messages: int
+
+
+def select_by_index(mqs: Sequence[MessageQueue], msg: Message, arg: Any) -> MessageQueue:
+    """Queue ``arg`` (an int) of the topic's write queues, modulo their number."""
+    return mqs[int(arg) % len(mqs)]
+
+
+class _ProducerThread(LoopThread):
+    def __init__(self, opts: SinkOptions) -> None:
+        super().__init__()
+        self._opts = opts
+        self.producer: Producer | None = None
+
+    async def _aopen(self) -> None:
+        producer = Producer(self._opts.producer_group, self._opts.name_server,
+                            send_msg_timeout_ms=self._opts.send_timeout_ms)
+        await producer.start()
+        self.producer = producer
+
+    async def _aclose(self) -> None:
+        producer, self.producer = self.producer, None
+        if producer is not None:
+            await producer.shutdown()
+
+    async def send_all(self, items: list[tuple[Message, int | None]]) -> None:
+        producer = self.producer
+        assert producer is not None
+        if not self._opts.async_send:
+            for msg, qid in items:
+                await _send_one(producer, msg, qid)
+            return
+        limit = asyncio.Semaphore(self._opts.max_in_flight)
+
+        async def one(msg: Message, qid: int | None) -> None:
+            async with limit:
+                await _send_one(producer, msg, qid)
+
+        # Every send is awaited before returning: a failure fails the task.
+        await asyncio.gather(*(one(m, q) for m, q in items))
+
+
+async def _send_one(producer: Producer, msg: Message, qid: int | None) -> None:
+    if qid is None:
+        await producer.send(msg)
+    else:
+        await producer.send(msg, selector=select_by_index, arg=qid)
+
+
+def _task_lineage() -> tuple[dict[str, str], int, int]:
+    from pyspark import TaskContext
+
+    ctx = TaskContext.get()
+    partition_id = ctx.partitionId() if ctx is not None else 0
+    batch_raw = ctx.getLocalProperty(BATCH_ID_PROPERTY) if ctx is not None else None
+    query_id = ctx.getLocalProperty(QUERY_ID_PROPERTY) if ctx is not None else None
+    batch_id = int(batch_raw) if batch_raw else -1
+    lineage = {PROP_BATCH_ID: str(batch_id), PROP_PARTITION_ID: str(partition_id)}
+    if query_id:
+        lineage[PROP_QUERY_ID] = query_id
+    return lineage, partition_id, batch_id
+
+
+def write_partition(opts: SinkOptions, columns: SinkColumns, rows: Iterator[Row]
+                    ) -> SinkCommitMessage:
+    """Send every row of one task and wait for all acknowledgements (executor side)."""
+    lineage, partition_id, batch_id = _task_lineage()
+    count = 0
+    with _ProducerThread(opts) as sender:
+        chunk: list[tuple[Message, int | None]] = []
+        for index, row in enumerate(rows):
+            chunk.append(row_to_message(row.asDict(), columns, default_topic=opts.topic,
+                                        lineage=lineage, row_index=index))
+            if len(chunk) >= _SEND_CHUNK:
+                sender.run(sender.send_all(chunk))
+                count += len(chunk)
+                chunk = []
+        if chunk:
+            sender.run(sender.send_all(chunk))
+            count += len(chunk)
+    return SinkCommitMessage(partition_id, batch_id, count)
+
+
+def _columns(schema: StructType, opts: SinkOptions) -> SinkColumns:
+    return SinkColumns.from_schema(((f.name, f.dataType.simpleString()) for f in schema.fields),
+                                   topic_option=opts.topic)
+
+
+class RocketMQBatchWriter(DataSourceWriter):
+    """``df.write.format("rocketmq")``."""
+
+    def __init__(self, opts: SinkOptions, schema: StructType) -> None:
+        self._opts = opts
+        self._columns = _columns(schema, opts)
+
+    def write(self, iterator: Iterator[Row]) -> SinkCommitMessage:
+        return write_partition(self._opts, self._columns, iterator)
+
+    def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+        total = sum(m.messages for m in messages if isinstance(m, SinkCommitMessage))
+        log.info("rocketmq_sink_committed", messages=total)
+
+
+class RocketMQStreamWriter(DataSourceStreamWriter):
+    """``df.writeStream.format("rocketmq")``."""
+
+    def __init__(self, opts: SinkOptions, schema: StructType) -> None:
+        self._opts = opts
+        self._columns = _columns(schema, opts)
+
+    def write(self, iterator: Iterator[Row]) -> SinkCommitMessage:
+        return write_partition(self._opts, self._columns, iterator)
+
+    def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        total = sum(m.messages for m in messages if isinstance(m, SinkCommitMessage))
+        log.info("rocketmq_sink_committed", batch_id=batchId, messages=total)
+
+    def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        # Messages already sent stay sent (at least once); the re-run carries the same
+        # lineage properties, so consumers can drop the duplicates.
+        log.warning("rocketmq_sink_aborted", batch_id=batchId)

@@ -1,0 +1,428 @@
+"""The ``rocketmq`` source: streaming (``readStream``) and batch (``read``) readers.
+
+Contract (PySpark Python Data Source API, ``pyspark.sql.datasource``):
+
+* Driver side, ``RocketMQStreamReader`` plans micro-batches: ``initialOffset`` resolves
+  startingOffsets / startingTimestamp per queue; ``latestOffset(start, limit)`` looks the
+  topics' routes up again (new queues join, a vanished broker is reported), reads max
+  offsets, applies the read limit (maxOffsetsPerTrigger split by backlog,
+  minOffsetsPerTrigger + maxTriggerDelay, the AvailableNow target) and returns the end
+  offsets; ``partitions(start, end)`` cuts ``[start, end)`` per queue (minPartitions);
+  ``commit(end)`` writes the finished offsets to the consumer group when
+  commitOffsetsToGroup is on. With ``assignment=group`` the driver heartbeats as a
+  CONSUME_ACTIVELY member of consumerGroup and takes only its
+  AllocateMessageQueueAveragely share of the queues, so several queries share a topic.
+* Executor side, ``read(partition)`` opens its own ``BlockingLink``, pulls exactly the
+  partition's ``[start, end)`` (no commits, no group membership: replay is exact) and
+  yields ``pyarrow.RecordBatch`` objects of up to ``rows.ARROW_BATCH_ROWS`` rows.
+* Partitions and readers pickle: the driver's link is opened lazily and never pickled.
+
+Offsets are ``offsets.offsets_to_json`` maps. New queues (a topic gained queues, or a
+topicPattern matched a new topic) enter the offsets at their starting point in the batch
+that discovers them and are read from the next batch on: from the earliest offset with
+``assignment=all`` (as Kafka reads new partitions), and with ``assignment=group`` from the
+group's committed offset when it is above 0, else per startingOffsets.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import structlog
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceReader,
+    DataSourceStreamReader,
+    DataSourceStreamWriter,
+    DataSourceWriter,
+    InputPartition,
+)
+from pyspark.sql.streaming.datasource import (
+    ReadAllAvailable,
+    ReadLimit,
+    ReadMaxRows,
+    ReadMinRows,
+    SupportsTriggerAvailableNow,
+)
+
+from .link import BlockingLink, RocketMQLink, RouteView
+from .offsets import (
+    EARLIEST,
+    LATEST,
+    DataLossError,
+    Offsets,
+    QueueKey,
+    offsets_from_json,
+    offsets_to_json,
+    resolve_spec,
+)
+from .options import SourceOptions, parse_sink_options, parse_source_options
+from .planning import backlog, plan_ranges, rate_limit, should_wait
+from .rows import ARROW_BATCH_ROWS, RowBatchBuilder, source_schema
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from pyspark.sql.types import StructType
+
+__all__ = ["RocketMQDataSource", "RocketMQStreamReader", "RocketMQBatchReader",
+           "QueueRangePartition", "ReadSettings", "read_partition"]
+
+log = structlog.get_logger("aiorocketmq.spark")
+
+
+@dataclass(frozen=True, slots=True)
+class ReadSettings:
+    """What an executor needs to read a partition (pickled with each partition)."""
+
+    name_server: str
+    group: str
+    sub_expression: str
+    pull_batch_size: int
+    pull_timeout_ms: int
+    fail_on_data_loss: bool
+    include_properties: bool
+
+    @classmethod
+    def of(cls, opts: SourceOptions) -> ReadSettings:
+        return cls(opts.name_server, opts.reader_group, opts.sub_expression,
+                   opts.pull_batch_size, opts.pull_timeout_ms, opts.fail_on_data_loss,
+                   opts.include_properties)
+
+
+class QueueRangePartition(InputPartition):
+    """Offsets ``[start, end)`` of one queue, and the broker address planned for it."""
+
+    def __init__(self, queue: QueueKey, broker_addr: str, start: int, end: int,
+                 settings: ReadSettings) -> None:
+        self.queue = queue
+        self.broker_addr = broker_addr
+        self.start = start
+        self.end = end
+        self.settings = settings
+
+
+def read_partition(partition: QueueRangePartition) -> Iterator[pa.RecordBatch]:
+    """Pull the partition's range and yield it as Arrow batches (executor side)."""
+    s = partition.settings
+    key = partition.queue
+    with BlockingLink(s.name_server, timeout_ms=s.pull_timeout_ms) as blocking:
+        next_chunk = blocking.run(blocking.link.read_range(
+            partition.broker_addr, key, partition.start, partition.end, group=s.group,
+            sub_expression=s.sub_expression, batch=s.pull_batch_size,
+            fail_on_data_loss=s.fail_on_data_loss))
+        builder = RowBatchBuilder(key.broker_name, s.include_properties)
+        while (msgs := blocking.run(next_chunk())) is not None:
+            for m in msgs:
+                builder.add(m)
+            if builder.rows >= ARROW_BATCH_ROWS:
+                yield builder.flush()
+        if builder.rows:
+            yield builder.flush()
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class _Planner:
+    """Driver-side RocketMQ lookups shared by the batch and streaming readers."""
+
+    def __init__(self, opts: SourceOptions) -> None:
+        self.opts = opts
+        self.view: RouteView | None = None
+        self._blocking: BlockingLink | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        # Spark pickles readers to its Python workers: the link stays on this side.
+        return {"opts": self.opts, "view": self.view, "_blocking": None}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+
+    @property
+    def blocking(self) -> BlockingLink:
+        if self._blocking is None:
+            self._blocking = BlockingLink(self.opts.name_server,
+                                          timeout_ms=self.opts.pull_timeout_ms).open()
+        return self._blocking
+
+    def close(self) -> None:
+        blocking, self._blocking = self._blocking, None
+        if blocking is not None:
+            blocking.close()
+
+    def topics(self) -> list[str]:
+        if self.opts.topic_pattern is None:
+            return list(self.opts.topics)
+        pattern = re.compile(self.opts.topic_pattern)
+        listed = self.blocking.call(lambda link: link.topic_list())
+        return [t for t in listed if pattern.fullmatch(t)]
+
+    def refresh(self) -> RouteView:
+        topics = self.topics()
+        view = self.blocking.call(lambda link: link.routes(topics)) if topics else RouteView(
+            (), {}, ())
+        if view.missing_brokers:
+            log.warning("rocketmq_broker_missing", brokers=list(view.missing_brokers),
+                        topics=topics)
+        self.view = view
+        return view
+
+    def ensure_view(self) -> RouteView:
+        return self.view if self.view is not None else self.refresh()
+
+    def min_max(self, view: RouteView, queues: Sequence[QueueKey]
+                ) -> tuple[dict[QueueKey, int], dict[QueueKey, int]]:
+        async def both(link: RocketMQLink) -> tuple[dict[QueueKey, int], dict[QueueKey, int]]:
+            return await link.min_offsets(view, queues), await link.max_offsets(view, queues)
+
+        return self.blocking.call(both)
+
+    def starting(self, view: RouteView, queues: Sequence[QueueKey], *, default: int) -> Offsets:
+        """startingTimestamp / startingOffsets resolved for ``queues``."""
+        if not queues:
+            return {}
+        ts = self.opts.starting_timestamp_ms
+        if ts is not None:
+            return self.blocking.call(lambda link: link.offsets_for_timestamp(view, queues, ts))
+        mins, maxs = self.min_max(view, queues)
+        return resolve_spec(self.opts.starting_offsets, queues, mins, maxs, default=default)
+
+    def partitions(self, start: Offsets, end: Offsets) -> list[QueueRangePartition]:
+        ranges = plan_ranges(start, end, self.opts.min_partitions)
+        if not ranges:
+            return []
+        view = self.ensure_view()
+        if any(r.queue.broker_name not in view.broker_addrs for r in ranges):
+            view = self.refresh()
+        settings = ReadSettings.of(self.opts)
+        out = []
+        for r in ranges:
+            addr = view.broker_addrs.get(r.queue.broker_name)
+            if addr is None:
+                _report_missing_broker(r.queue, r.start, r.end, self.opts.fail_on_data_loss)
+                continue
+            out.append(QueueRangePartition(r.queue, addr, r.start, r.end, settings))
+        return out
+
+
+def _report_missing_broker(key: QueueKey, start: int, end: int, fail: bool) -> None:
+    msg = (f"queue {key}: broker {key.broker_name} is not in the topic route any more; "
+           f"offsets [{start}, {end}) cannot be read")
+    if fail:
+        raise DataLossError(msg + " (set failOnDataLoss=false to skip them)")
+    log.warning("rocketmq_broker_gone", queue=str(key), start=start, end=end)
+
+
+class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """Micro-batch planning on the driver, exact range reads on executors."""
+
+    def __init__(self, opts: SourceOptions) -> None:
+        self._opts = opts
+        self._planner = _Planner(opts)
+        self._settings = ReadSettings.of(opts)
+        self._target: Offsets | None = None
+        self._latest: Offsets | None = None
+        self._last_batch_ms: int | None = None
+        self._heartbeating = False
+
+    # -- queues -----------------------------------------------------------------------------
+
+    def _queues(self) -> tuple[RouteView, list[QueueKey]]:
+        view = self._planner.refresh()
+        if self._opts.assignment != "group":
+            return view, list(view.queues)
+        group = self._opts.consumer_group
+        assert group is not None
+        topics = sorted({q.topic for q in view.queues})
+        blocking = self._planner.blocking
+        sub = self._opts.sub_expression
+        blocking.call(lambda link: link.heartbeat(view, group, topics, sub))
+        if not self._heartbeating:
+            self._heartbeating = True
+
+            async def beat(link: RocketMQLink) -> None:
+                current = self._planner.view or view
+                await link.heartbeat(current, group, sorted({q.topic for q in current.queues}), sub)
+
+            blocking.start_routine(beat)
+        return view, blocking.call(lambda link: link.allocate(view, group))
+
+    def _new_queue_starts(self, view: RouteView, queues: list[QueueKey]) -> Offsets:
+        if not queues:
+            return {}
+        if self._opts.assignment != "group":
+            mins, _ = self._planner.min_max(view, queues)
+            return mins
+        group = self._opts.consumer_group
+        assert group is not None
+        out: Offsets = {}
+        rest: list[QueueKey] = []
+        for q in queues:
+            committed = self._planner.blocking.run(
+                self._planner.blocking.link.committed_offset(view, group, q))
+            if committed is not None and committed > 0:
+                out[q] = committed
+            else:
+                rest.append(q)
+        out.update(self._planner.starting(view, rest, default=LATEST))
+        return out
+
+    # -- DataSourceStreamReader ---------------------------------------------------------------
+
+    def initialOffset(self) -> dict[str, Any]:
+        view, queues = self._queues()
+        if self._opts.assignment == "group":
+            offsets = self._new_queue_starts(view, queues)
+        else:
+            offsets = self._planner.starting(view, queues, default=LATEST)
+        self._last_batch_ms = _now_ms()
+        return offsets_to_json(offsets)
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        if self._opts.max_offsets_per_trigger is not None:
+            return ReadMaxRows(self._opts.max_offsets_per_trigger)
+        if self._opts.min_offsets_per_trigger is not None:
+            return ReadMinRows(self._opts.min_offsets_per_trigger)
+        return ReadAllAvailable()
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        view, queues = self._queues()
+        _, maxs = self._planner.min_max(view, queues)
+        self._target = maxs
+
+    def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
+        begin = offsets_from_json(start, "start offset")
+        view, queues = self._queues()
+        known = [q for q in queues if q in begin]
+        new = [q for q in queues if q not in begin]
+        _, maxs = self._planner.min_max(view, known) if known else ({}, {})
+        latest: Offsets = {}
+        for q in known:
+            if maxs[q] < begin[q]:
+                _report_max_below(q, begin[q], maxs[q], self._opts.fail_on_data_loss)
+            latest[q] = maxs[q]
+        latest.update(self._new_queue_starts(view, new))
+        if self._opts.assignment != "group":
+            # Queues whose broker vanished keep their offsets (reported, not dropped).
+            for q, off in begin.items():
+                if q not in latest:
+                    if q.broker_name not in view.broker_addrs:
+                        _report_missing_broker(q, off, off, self._opts.fail_on_data_loss)
+                    latest[q] = off
+        if self._target is not None:
+            latest = {q: max(begin.get(q, v), min(v, self._target.get(q, begin.get(q, v))))
+                      for q, v in latest.items()}
+        self._latest = latest
+        end = self._limit(begin, latest, limit)
+        if end != begin:
+            self._last_batch_ms = _now_ms()
+        return offsets_to_json(end)
+
+    def _limit(self, begin: Offsets, latest: Offsets, limit: ReadLimit) -> Offsets:
+        if isinstance(limit, ReadAllAvailable) or self._target is not None:
+            return latest
+        max_rows = self._opts.max_offsets_per_trigger
+        if isinstance(limit, ReadMaxRows):
+            max_rows = limit.max_rows
+        available = backlog(begin, latest)
+        if should_wait(available, self._opts.min_offsets_per_trigger, self._last_batch_ms,
+                       _now_ms(), self._opts.max_trigger_delay_ms):
+            return dict(begin)
+        return rate_limit(begin, latest, max_rows) if max_rows is not None else latest
+
+    def reportLatestOffset(self) -> dict[str, Any] | None:
+        return offsets_to_json(self._latest) if self._latest is not None else None
+
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
+        return self._planner.partitions(offsets_from_json(start, "start offset"),
+                                        offsets_from_json(end, "end offset"))
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        assert isinstance(partition, QueueRangePartition)
+        return read_partition(partition)
+
+    def commit(self, end: dict[str, Any]) -> None:
+        if not self._opts.commit_offsets_to_group:
+            return
+        group = self._opts.consumer_group
+        assert group is not None
+        offsets = offsets_from_json(end, "end offset")
+        view = self._planner.ensure_view()
+        self._planner.blocking.call(lambda link: link.commit_offsets(view, group, offsets))
+
+    def stop(self) -> None:
+        try:
+            if self._heartbeating and self._planner.view is not None:
+                group = self._opts.consumer_group
+                assert group is not None
+                view = self._planner.view
+                self._planner.blocking.call(lambda link: link.unregister(view, group))
+        finally:
+            self._planner.close()
+
+
+def _report_max_below(key: QueueKey, start: int, max_offset: int, fail: bool) -> None:
+    msg = (f"queue {key}: max offset {max_offset} is below the offset {start} the query "
+           f"has already read to (the broker lost messages or the queue was recreated)")
+    if fail:
+        raise DataLossError(msg + "; set failOnDataLoss=false to continue")
+    log.warning("rocketmq_queue_reset", queue=str(key), start=start, max_offset=max_offset)
+
+
+class RocketMQBatchReader(DataSourceReader):
+    """``spark.read.format("rocketmq")``: startingOffsets to endingOffsets, once."""
+
+    def __init__(self, opts: SourceOptions) -> None:
+        self._opts = opts
+
+    def partitions(self) -> Sequence[InputPartition]:
+        planner = _Planner(self._opts)
+        try:
+            view = planner.refresh()
+            queues = list(view.queues)
+            if not queues:
+                return []
+            mins, maxs = planner.min_max(view, queues)
+            start = planner.starting(view, queues, default=EARLIEST)
+            end = resolve_spec(self._opts.ending_offsets, queues, mins, maxs, default=LATEST)
+            return planner.partitions(start, end)
+        finally:
+            planner.close()
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        assert isinstance(partition, QueueRangePartition)
+        return read_partition(partition)
+
+
+class RocketMQDataSource(DataSource):
+    """``format("rocketmq")``: source and sink (see ``spark_sink`` for the options)."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "rocketmq"
+
+    def schema(self) -> str:
+        raw = {k.lower(): v for k, v in self.options.items()}.get("includeproperties", "false")
+        return source_schema(str(raw).strip().lower() == "true")
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        return RocketMQBatchReader(parse_source_options(self.options, streaming=False))
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        return RocketMQStreamReader(parse_source_options(self.options, streaming=True))
+
+    def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
+        from .sink import RocketMQBatchWriter
+
+        return RocketMQBatchWriter(parse_sink_options(self.options), schema)
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
+        from .sink import RocketMQStreamWriter
+
+        return RocketMQStreamWriter(parse_sink_options(self.options), schema)
+
