@@ -72,6 +72,8 @@ class NamesrvController:
         try:
             self.kv.load()
             await self.server.start()
+            # Port 0 means "any": report the port actually bound (GET_NAMESRV_CONFIG).
+            self.config.listen_port = self.server.port
             self._scan_task = asyncio.get_running_loop().create_task(
                 self._scan_routine(), name="namesrv-scan-not-active-broker")
         except BaseException:

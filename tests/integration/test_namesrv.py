@@ -416,8 +416,7 @@ async def test_namesrv_config_round_trip(namesrv: ServerProcess, tmp_path: Path)
                 "clusterTest", "orderMessageEnable", "listenPort",
                 "serverChannelMaxIdleTimeSeconds"} <= captured_keys & set(props)
         assert props["kvConfigPath"] == str(tmp_path / "namesrv" / "kvConfig.json")
-        assert props["listenPort"] == namesrv.address.rsplit(":", 1)[1] or props[
-            "listenPort"] == "0"
+        assert props["listenPort"] == namesrv.address.rsplit(":", 1)[1]  # the bound port
 
         update = await call(ch, RC.UPDATE_NAMESRV_CONFIG,
                             body=b"productEnvName=qa\nclusterTest=true\nnoSuchKey=1\n")
@@ -442,6 +441,33 @@ async def test_namesrv_config_round_trip(namesrv: ServerProcess, tmp_path: Path)
 
 
 # -- two servers, bad input ---------------------------------------------------------------
+
+
+def test_corrupt_kv_file_fails_the_start(tmp_path: Path) -> None:
+    kv = tmp_path / "namesrv" / "kvConfig.json"
+    kv.parent.mkdir(parents=True)
+    kv.write_text('{"configTable":{"NS":')
+    proc = namesrv_process(tmp_path)
+    try:
+        with pytest.raises(RuntimeError, match="exited with 1 before ready"):
+            proc.start()
+    finally:
+        proc.kill()  # closes the stdout pipe that start() leaves open on an early exit
+    assert kv.read_text() == '{"configTable":{"NS":'  # left for the operator, not overwritten
+
+
+def test_taken_port_fails_the_start(
+        tmp_path: Path, server_factory: Callable[[ServerProcess], ServerProcess]) -> None:
+    first = server_factory(namesrv_process(tmp_path, name="first"))
+    port = first.address.rsplit(":", 1)[1]
+    second = ServerProcess([*namesrv_process(tmp_path, name="second").argv, "--port", port],
+                           first.ready, tmp_path / "second" / "namesrv.log")
+    try:
+        with pytest.raises(RuntimeError, match="exited with 1 before ready"):
+            second.start()
+    finally:
+        second.kill()
+    assert first.alive()
 
 
 async def test_two_nameservers_are_independent(
