@@ -72,7 +72,7 @@ T = TypeVar("T")
 DEFAULT_PIPELINE = 4  # pull windows in flight per queue range
 _HEARTBEAT_INTERVAL = 20.0  # seconds; the broker drops a client silent for 120 s (6.3)
 _SYSTEM_TOPIC = re.compile(r"^(%RETRY%|%DLQ%|rmq_sys_|RMQ_SYS_)|^(TBW102|SCHEDULE_TOPIC_XXXX|"
-                           r"OFFSET_MOVED_EVENT|BenchmarkTest|SELF_TEST_TOPIC)$")
+                           r"OFFSET_MOVED_EVENT|BenchmarkTest|SELF_TEST_TOPIC)$|_REPLY_TOPIC$")
 
 
 @dataclass(frozen=True, slots=True)
