@@ -89,7 +89,11 @@ class NamesrvConfig:
             attr = _ATTR_BY_KEY.get(key)
             if attr is None:
                 continue
-            typed[attr] = _PARSERS[_TYPES[attr]](key, raw)
+            value = _PARSERS[_TYPES[attr]](key, raw)
+            bounds = _BOUNDS.get(attr)
+            if bounds is not None and not bounds[0] <= value <= bounds[1]:
+                raise ConfigError(f"config {key}={raw!r} is outside {bounds[0]}..{bounds[1]}")
+            typed[attr] = value
         return typed
 
     def apply(self, props: Mapping[str, str]) -> None:
@@ -159,6 +163,16 @@ _ATTR_BY_KEY: dict[str, str] = {
     "serverAsyncSemaphoreValue": "server_async_semaphore_value",
     "scanNotActiveBrokerInterval": "scan_not_active_broker_interval_ms",
     "brokerChannelExpiredTime": "broker_channel_expired_time_ms",
+}
+
+# Values outside these ranges would stop the server working (a zero scan period spins).
+_BOUNDS: dict[str, tuple[int, int]] = {
+    "listen_port": (0, 65535),
+    "server_channel_max_idle_time_seconds": (1, 2**31 - 1),
+    "server_oneway_semaphore_value": (1, 2**31 - 1),
+    "server_async_semaphore_value": (1, 2**31 - 1),
+    "scan_not_active_broker_interval_ms": (1, 2**31 - 1),
+    "broker_channel_expired_time_ms": (1, 2**63 - 1),
 }
 
 # Annotations are strings under ``from __future__ import annotations``.

@@ -118,12 +118,12 @@ class NamesrvController:
                      peer=channel.remote_addr, reason=None if exc is None else str(exc))
 
     async def _scan_routine(self) -> None:
-        interval = self.config.scan_interval
+        # Both timings are read on every pass, so UPDATE_NAMESRV_CONFIG changes them live.
         try:
-            await asyncio.sleep(min(_FIRST_SCAN_DELAY, interval))
+            await asyncio.sleep(min(_FIRST_SCAN_DELAY, self.config.scan_interval))
             while True:
                 self.scan_not_active_brokers()
-                await asyncio.sleep(interval)
+                await asyncio.sleep(self.config.scan_interval)
         except asyncio.CancelledError:
             raise
         except Exception:
@@ -134,6 +134,7 @@ class NamesrvController:
         """One expiry pass; closes the expired brokers' connections. Returns the count."""
         if now_ms is None:
             now_ms = time.time_ns() // 1_000_000
+        self.routes.broker_channel_expired_ms = self.config.broker_channel_expired_time_ms
         removed = self.routes.scan_not_active_brokers(now_ms=now_ms)
         for _addr, channel in removed:
             if isinstance(channel, Channel):

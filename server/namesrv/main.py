@@ -85,12 +85,8 @@ def build_config(args: argparse.Namespace) -> NamesrvConfig:
             setattr(config, attr, value)
     if not args.config_file and args.kv_path:
         config.config_store_path = str(Path(args.kv_path).with_name("namesrv.properties"))
-    if not 0 <= config.listen_port <= 65535:
-        raise ConfigError(f"listen port {config.listen_port} is outside 0..65535")
-    if config.scan_not_active_broker_interval_ms <= 0:
-        raise ConfigError("scanNotActiveBrokerInterval must be positive")
-    if config.broker_channel_expired_time_ms <= 0:
-        raise ConfigError("brokerChannelExpiredTime must be positive")
+    # Flags bypass from_properties: check them with the same bounds.
+    config.parse(config.to_properties())
     return config
 
 
