@@ -91,7 +91,8 @@ class NamesrvConfig:
                 continue
             value = _PARSERS[_TYPES[attr]](key, raw)
             bounds = _BOUNDS.get(attr)
-            if bounds is not None and not bounds[0] <= value <= bounds[1]:
+            if bounds is not None and isinstance(value, int) and not (
+                    bounds[0] <= value <= bounds[1]):
                 raise ConfigError(f"config {key}={raw!r} is outside {bounds[0]}..{bounds[1]}")
             typed[attr] = value
         return typed
