@@ -40,6 +40,9 @@ from protocol.headers import (
     wire,
 )
 
+# Same examples on every run: the suite must be deterministic.
+DETERMINISTIC = settings(derandomize=True, deadline=None, database=None)
+
 HEADER_CLASSES: list[type[CommandHeader]] = sorted(
     {
         obj
@@ -409,7 +412,7 @@ def _expected_after_round_trip(h: CommandHeader) -> CommandHeader:
 
 
 @pytest.mark.parametrize("cls", [*HEADER_CLASSES, _FloatHeader], ids=lambda c: c.__name__)
-@settings(max_examples=25, deadline=None)
+@settings(DETERMINISTIC, max_examples=25)
 @given(data=st.data())
 def test_every_header_round_trips(cls: type[CommandHeader], data: st.DataObject) -> None:
     h = data.draw(instances(cls))
@@ -433,7 +436,7 @@ _NUMBERISH = st.one_of(
 
 
 @pytest.mark.parametrize("cls", FAST_CLASSES, ids=lambda c: c.__name__)
-@settings(max_examples=150, deadline=None)
+@settings(DETERMINISTIC, max_examples=150)
 @given(data=st.data())
 def test_fast_and_generic_agree_on_any_input(cls: type[CommandHeader], data: st.DataObject) -> None:
     wire_keys = [s.wire for s in cls._specs]
@@ -451,7 +454,7 @@ def test_fast_and_generic_agree_on_any_input(cls: type[CommandHeader], data: st.
     assert fast.to_ext_fields() == generic.to_ext_fields_generic()
 
 
-@settings(max_examples=400, deadline=None)
+@settings(DETERMINISTIC, max_examples=400)
 @given(
     cls=st.sampled_from(HEADER_CLASSES),
     ext=st.dictionaries(st.text(max_size=10), _NUMBERISH, max_size=8),

@@ -35,6 +35,9 @@ from protocol.headers import (
 )
 from tests.vectors import body_bytes, frame, frame_bytes, load_frames
 
+# Same examples on every run: the suite must be deterministic.
+DETERMINISTIC = settings(derandomize=True, deadline=None, database=None)
+
 FRAMES = load_frames()
 ALL_IDS = [f["id"] for f in FRAMES]
 FAST_HEADERS = (
@@ -218,7 +221,7 @@ def _check_stream_whole_and_bytewise(key: tuple[int, str]) -> None:
         assert c1.encode() == c2.encode() == frame_bytes(fid)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(DETERMINISTIC, max_examples=60, suppress_health_check=[HealthCheck.too_slow])
 @given(
     key=st.sampled_from(STREAM_KEYS),
     sizes=st.lists(st.integers(min_value=1, max_value=5000), min_size=1, max_size=40),
@@ -241,7 +244,7 @@ def test_connection_stream_in_chosen_chunks(key: tuple[int, str], sizes: list[in
         assert cmd.encode() == frame_bytes(fid)
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(DETERMINISTIC, max_examples=40, suppress_health_check=[HealthCheck.too_slow])
 @given(frame_id=st.sampled_from(ALL_IDS), data=st.data())
 def test_single_frame_in_chosen_chunks(frame_id: int, data: st.DataObject) -> None:
     raw = frame_bytes(frame_id)
