@@ -99,6 +99,8 @@ class NamesrvController:
                 current = asyncio.current_task()
                 if current is not None and current.cancelling():
                     raise
+            except Exception:  # the routine logged it already; stopping goes on
+                log.warning("namesrv.scan_routine_was_dead")
         await self.server.stop()
         log.info("namesrv.stopped", address=self.address)
 

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import structlog
@@ -512,8 +512,3 @@ class RouteInfoManager:
         if count:
             self.generation += 1
         return count
-
-    # -- introspection (tests, logs) ------------------------------------------------------
-
-    def broker_names(self) -> Iterable[str]:
-        return self.broker_addr_table.keys()
