@@ -179,6 +179,7 @@ class PullMessageProcessor:
         result = b.store.get_message(
             h.consumer_group, h.topic, h.queue_id, h.queue_offset, h.max_msg_nums,
             None if message_filter.code_set is None else message_filter.is_matched_by_consume_queue)
+        response: RemotingCommand | None
         if result is None:
             response = fail(ResponseCode.SYSTEM_ERROR, "store getMessage return null")
         else:

@@ -163,13 +163,13 @@ class SendMessageProcessor:
         b = self._b
         topic = header.topic
         if not Perm.writeable(b.config.broker_permission) and b.topics.is_order_topic(topic):
-            return _fail(response, ResponseCode.NO_PERMISSION,
+            return _refuse(response, ResponseCode.NO_PERMISSION,
                          f"the broker[{b.config.broker_ip1}] sending message is forbidden")
         remark = validate_topic(topic)
         if remark is not None:
-            return _fail(response, ResponseCode.SYSTEM_ERROR, remark)
+            return _refuse(response, ResponseCode.SYSTEM_ERROR, remark)
         if b.topics.is_not_allowed_send_topic(topic):
-            return _fail(response, ResponseCode.NO_PERMISSION,
+            return _refuse(response, ResponseCode.NO_PERMISSION,
                          f"Sending message to topic[{topic}] is forbidden.")
         tc = b.topics.select(topic)
         if tc is None:
@@ -184,14 +184,14 @@ class SendMessageProcessor:
             if tc is None and topic.startswith(_RETRY_PREFIX):
                 tc = b.topics.create_topic_in_send_message_back_method(topic, 1, _RW, sys_flag)
             if tc is None:
-                return _fail(response, ResponseCode.TOPIC_NOT_EXIST,
+                return _refuse(response, ResponseCode.TOPIC_NOT_EXIST,
                              f"topic[{topic}] not exist, apply first please!{_FAQ}")
         valid = max(tc.write_queue_nums, tc.read_queue_nums)
         if header.queue_id >= valid:
             remark = (f"request queueId[{header.queue_id}] is illegal, {_topic_config_str(tc)} "
                       f"Producer: {channel.remote_addr}")
             log.warning("broker.send_bad_queue", remark=remark)
-            return _fail(response, ResponseCode.SYSTEM_ERROR, remark)
+            return _refuse(response, ResponseCode.SYSTEM_ERROR, remark)
         return tc
 
     def _sys_flag(self, header: SendMessageRequestHeader, tc: TopicConfig) -> int:
@@ -230,7 +230,7 @@ class SendMessageProcessor:
                 return early
         if ctx.inner is inner:
             self._neutralize_delay(inner)
-        result = self.put(ctx.inner)
+        result = self.put(ctx.inner)  # type: ignore[arg-type]  # single path: one inner
         return self._answer(ctx, result)
 
     def _neutralize_delay(self, inner: MessageExtBrokerInner) -> None:
@@ -336,7 +336,8 @@ class SendMessageProcessor:
         return f"CL: {ratio:5.2f} CQ: {ratio:5.2f} INDEX: {ratio:5.2f}"
 
 
-def _fail(response: RemotingCommand, code: int, remark: str) -> None:
+def _refuse(response: RemotingCommand, code: int, remark: str) -> TopicConfig | None:
+    """Set ``response`` to a refusal; ``None`` tells ``_msg_check``'s caller to send it."""
     response.code = code
     response.remark = remark
     return None
