@@ -1,0 +1,351 @@
+"""Broker-wide admin requests (upstream ``AdminBrokerProcessor``, the broker half; REMOTING.md 3.4, 4.11).
+
+``handlers(controller)`` returns the table; each handler decodes, acts and answers:
+
+* GET_BROKER_CONFIG: header ``version`` = the configuration's DataVersion as JSON
+  (``{"counter":0,"timestamp":...}`` at boot, frame 1089), body = ``key=value`` lines of
+  the broker and store options plus any unknown keys set by UPDATE_BROKER_CONFIG.
+* UPDATE_BROKER_CONFIG: body = properties text; known keys update the live records
+  (values parsed as at start-up; a bad value answers SYSTEM_ERROR with the reason),
+  unknown keys are kept and shown by GET_BROKER_CONFIG, as upstream's ``Configuration``
+  does. The DataVersion moves on; a ``brokerPermission`` change also moves the topic
+  DataVersion on and re-registers with every nameserver. Identity keys (listen port,
+  names, id, store root) are ignored: changing them on a running broker would break its
+  registration (upstream stores them for the next start).
+* GET_BROKER_RUNTIME_INFO: KVTable with every key of ``prepareRuntimeInfo`` +
+  ``StoreStatsService.getRuntimeInfo`` (all values strings; REMOTING.md 4.11).
+* GET_ALL_TOPIC_CONFIG, GET_TOPIC_STATS_INFO (one entry per write queue; TOPIC_NOT_EXIST
+  ``topic[<t>] not exist``), GET_SYSTEM_TOPIC_LIST_FROM_BROKER.
+* CLEAN_EXPIRED_CONSUMEQUEUE, DELETE_EXPIRED_COMMITLOG, CLEAN_UNUSED_TOPIC: the store's
+  retention calls; SUCCESS.
+* VIEW_BROKER_STATS_DATA: minute/hour/day of a stats item, or SYSTEM_ERROR
+  ``The stats <name> <key> not exist``.
+* GET_BROKER_CONSUME_STATS: ``ConsumeStatsList`` for every subscription group.
+
+Success answers carry no remark, as upstream's ``setRemark(null)``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+from typing import TYPE_CHECKING, Any
+
+import structlog
+
+from protocol.bodies import (
+    BrokerStatsData,
+    BrokerStatsItem,
+    ConsumeStats,
+    DataVersion,
+    KVTable,
+    MessageQueue,
+    OffsetWrapper,
+    TopicList,
+    TopicOffset,
+    TopicStatsTable,
+    properties_to_string,
+    string_to_properties,
+)
+from protocol.channel import Channel, Handler
+from protocol.codes import CURRENT_VERSION, MQVersion, RequestCode, ResponseCode
+from protocol.command import RemotingCommand
+from protocol.errors import ProtocolError
+from protocol.fastjson import dumps
+from protocol.headers import (
+    GetBrokerConfigResponseHeader,
+    GetConsumeStatsInBrokerHeader,
+    GetTopicStatsInfoRequestHeader,
+    ViewBrokerStatsDataRequestHeader,
+)
+from server.store.config import MessageStoreConfig
+
+from ..config import _STORE_KEYS, BrokerConfig, _snake_to_camel, store_config_to_properties
+from ..stats import BrokerStatsManager
+
+if TYPE_CHECKING:
+    from ..controller import BrokerController
+
+__all__ = ["AdminBrokerStatsProcessor", "handlers", "human_readable_bytes", "broker_stats_of"]
+
+log = structlog.get_logger("aiorocketmq.broker.admin")
+
+# Keys that name the broker or its files: applying them live would desynchronise the
+# registration and the store, so UPDATE_BROKER_CONFIG leaves them alone.
+_IDENTITY_KEYS = frozenset({"listenPort", "brokerName", "brokerClusterName", "brokerId",
+                            "storePathRootDir", "storePathCommitLog", "brokerIP1", "brokerIP2"})
+
+# BrokerConfig / thread-pool capacities upstream reports; we have no such pools.
+_SEND_QUEUE_CAPACITY = 10000
+_PULL_QUEUE_CAPACITY = 100000
+_QUERY_QUEUE_CAPACITY = 20000
+_END_TX_QUEUE_CAPACITY = 100000
+
+
+def human_readable_bytes(n: int) -> str:
+    """``MixAll.humanReadableByteCount(bytes, false)``: ``"512 B"``, ``"252.0 GiB"``."""
+    if n < 1024:
+        return f"{n} B"
+    exp = min(int(math.log(n) / math.log(1024)), 6)
+    return f"{n / 1024 ** exp:.1f} {'KMGTPE'[exp - 1]}iB"
+
+
+def broker_stats_of(controller: Any) -> BrokerStatsManager:
+    """The controller's ``stats``; one is attached on first use until the controller makes it."""
+    stats = getattr(controller, "stats", None)
+    if stats is None:
+        stats = BrokerStatsManager(controller.config.broker_cluster_name)
+        controller.stats = stats
+    return stats  # type: ignore[no-any-return]
+
+
+def _broker_keys() -> dict[str, str]:
+    return {f.metadata["key"]: f.name for f in dataclasses.fields(BrokerConfig)}
+
+
+def _store_keys() -> dict[str, str]:
+    return {(_STORE_KEYS.get(f.name) or _snake_to_camel(f.name)): f.name
+            for f in dataclasses.fields(MessageStoreConfig)}
+
+
+class AdminBrokerStatsProcessor:
+    """Config, runtime info, topic stats and retention requests; see the module docstring."""
+
+    def __init__(self, broker: BrokerController) -> None:
+        self._b = broker
+        self.stats = broker_stats_of(broker)
+        self.config_version = DataVersion()  # upstream Configuration.dataVersion, counter 0 at boot
+        self.extra_config: dict[str, str] = {}
+
+    def handlers(self) -> dict[int, Handler]:
+        return {
+            RequestCode.GET_BROKER_CONFIG: self.get_broker_config,
+            RequestCode.UPDATE_BROKER_CONFIG: self.update_broker_config,
+            RequestCode.GET_BROKER_RUNTIME_INFO: self.get_broker_runtime_info,
+            RequestCode.GET_ALL_TOPIC_CONFIG: self.get_all_topic_config,
+            RequestCode.GET_TOPIC_STATS_INFO: self.get_topic_stats_info,
+            RequestCode.GET_SYSTEM_TOPIC_LIST_FROM_BROKER: self.get_system_topic_list,
+            RequestCode.CLEAN_EXPIRED_CONSUMEQUEUE: self.clean_expired_consume_queue,
+            RequestCode.DELETE_EXPIRED_COMMITLOG: self.delete_expired_commit_log,
+            RequestCode.CLEAN_UNUSED_TOPIC: self.clean_unused_topic,
+            RequestCode.VIEW_BROKER_STATS_DATA: self.view_broker_stats_data,
+            RequestCode.GET_BROKER_CONSUME_STATS: self.get_broker_consume_stats,
+        }
+
+    # -- configuration --------------------------------------------------------------------
+
+    def config_text(self) -> str:
+        b = self._b
+        text = b.config.to_properties() + store_config_to_properties(b.store_config)
+        return text + properties_to_string(self.extra_config)
+
+    def get_broker_config(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        header = GetBrokerConfigResponseHeader(version=self.config_version.encode().decode())
+        return request.create_response(ResponseCode.SUCCESS, ext_fields=header.to_ext_fields(),
+                                       body=self.config_text().encode("utf-8"))
+
+    async def update_broker_config(self, channel: Channel,
+                                   request: RemotingCommand) -> RemotingCommand:
+        log.info("broker.update_broker_config", peer=channel.remote_addr)
+        if request.body:
+            try:
+                props = string_to_properties(bytes(request.body).decode("utf-8", "replace"))
+                self._apply(props)
+            except (ProtocolError, ValueError) as exc:
+                return request.create_response(ResponseCode.SYSTEM_ERROR, str(exc))
+            self.config_version.next_version()
+            if "brokerPermission" in props:
+                self._b.topics.data_version.next_version()
+                await self._b.namesrv.register_broker_all()
+        return request.create_response(ResponseCode.SUCCESS)
+
+    def _apply(self, props: dict[str, str]) -> None:
+        """Validate every value first, then assign: a bad value changes nothing."""
+        broker_keys, store_keys = _broker_keys(), _store_keys()
+        live_broker, live_store = self._b.config, self._b.store_config
+        assignments: list[tuple[Any, str, Any]] = []
+        for key, value in props.items():
+            if key in _IDENTITY_KEYS:
+                log.warning("broker.config_key_not_live", key=key)
+                continue
+            if key in broker_keys:
+                probe: Any = BrokerConfig.from_properties({key: value})
+                assignments.append((live_broker, broker_keys[key], getattr(probe, broker_keys[key])))
+            elif key in store_keys:
+                probe = MessageStoreConfig.from_properties({key: value})
+                assignments.append((live_store, store_keys[key], getattr(probe, store_keys[key])))
+            else:
+                assignments.append((self.extra_config, key, value))
+        for target, name, value in assignments:
+            if isinstance(target, dict):
+                target[name] = value
+            else:
+                setattr(target, name, value)
+            log.info("broker.config_updated", key=name, value=value)
+
+    # -- runtime info ---------------------------------------------------------------------
+
+    def runtime_info(self) -> dict[str, str]:
+        """``prepareRuntimeInfo``: the store's keys, the stats' keys, then the broker's."""
+        b = self._b
+        info: dict[str, str] = {}
+        store = b.store
+        info.update(store.runtime_info())
+        commit_dir = b.store_config.commit_log_dir
+        info["commitLogDiskRatio_" + commit_dir] = info.get("commitLogDiskRatio", "0.0")
+        info.update(self.stats.runtime_info())
+        info.update({
+            "brokerVersionDesc": MQVersion.desc(CURRENT_VERSION),
+            "brokerVersion": str(CURRENT_VERSION),
+            "putMessageEntireTimeMax": "0",
+            "getMessageEntireTimeMax": "0",
+            "dispatchMaxBuffer": "0",
+            "putLatency99": "0.00",
+            "putLatency999": "0.00",
+            # No thread pools: requests run on the event loop, nothing ever queues behind one.
+            "sendThreadPoolQueueSize": "0",
+            "sendThreadPoolQueueCapacity": str(_SEND_QUEUE_CAPACITY),
+            "pullThreadPoolQueueSize": "0",
+            "pullThreadPoolQueueCapacity": str(_PULL_QUEUE_CAPACITY),
+            "queryThreadPoolQueueSize": "0",
+            "queryThreadPoolQueueCapacity": str(_QUERY_QUEUE_CAPACITY),
+            "EndTransactionQueueSize": "0",
+            "EndTransactionThreadPoolQueueCapacity": str(_END_TX_QUEUE_CAPACITY),
+            "dispatchBehindBytes": str(store.dispatch_behind_bytes()),
+            "pageCacheLockTimeMills": "0",
+            "sendThreadPoolQueueHeadWaitTimeMills": "0",
+            "pullThreadPoolQueueHeadWaitTimeMills": "0",
+            "queryThreadPoolQueueHeadWaitTimeMills": "0",
+            "startAcceptSendRequestTimeStamp": "0",
+            "remainTransientStoreBufferNumbs": str(2**31 - 1),  # pool disabled: Integer.MAX_VALUE
+            "remainHowManyDataToFlush": human_readable_bytes(self._unflushed_bytes()),
+        })
+        info.pop("brokerName", None)
+        info.pop("physicMsgTimestamp", None)
+        root = b.store_config.store_path_root_dir
+        if os.path.isdir(root):
+            st = os.statvfs(root)
+            info["commitLogDirCapacity"] = (
+                f"Total : {human_readable_bytes(st.f_blocks * st.f_frsize)}, "
+                f"Free : {human_readable_bytes(st.f_bavail * st.f_frsize)}.")
+        return info
+
+    def _unflushed_bytes(self) -> int:
+        store = self._b.store
+        flushed = getattr(getattr(store, "commit_log", None), "flushed_where", None)
+        if not isinstance(flushed, int):
+            return 0
+        return max(store.get_max_phy_offset() - flushed, 0)
+
+    def get_broker_runtime_info(self, channel: Channel,
+                                request: RemotingCommand) -> RemotingCommand:
+        return request.create_response(ResponseCode.SUCCESS,
+                                       body=KVTable(self.runtime_info()).encode())
+
+    # -- topics ---------------------------------------------------------------------------
+
+    def get_all_topic_config(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        return request.create_response(ResponseCode.SUCCESS, body=self._b.topics.encode())
+
+    def get_topic_stats_info(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        h = GetTopicStatsInfoRequestHeader.from_ext_fields(request.ext_fields)
+        tc = self._b.topics.select(h.topic)
+        if tc is None:
+            return request.create_response(ResponseCode.TOPIC_NOT_EXIST,
+                                           f"topic[{h.topic}] not exist")
+        store = self._b.store
+        broker_name = self._b.config.broker_name
+        table: dict[MessageQueue, TopicOffset] = {}
+        for qid in range(tc.write_queue_nums):
+            low = max(store.get_min_offset_in_queue(h.topic, qid), 0)
+            high = max(store.get_max_offset_in_queue(h.topic, qid), 0)
+            ts = store.get_message_store_timestamp(h.topic, qid, high - 1) if high > 0 else 0
+            table[MessageQueue(h.topic, broker_name, qid)] = TopicOffset(low, high, ts)
+        return request.create_response(ResponseCode.SUCCESS, body=TopicStatsTable(table).encode())
+
+    def get_system_topic_list(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        topics = sorted(self._b.topics.system_topics)
+        return request.create_response(ResponseCode.SUCCESS, body=TopicList(topics).encode())
+
+    # -- retention ------------------------------------------------------------------------
+
+    async def clean_expired_consume_queue(self, channel: Channel,
+                                          request: RemotingCommand) -> RemotingCommand:
+        log.warning("broker.clean_expired_consume_queue", peer=channel.remote_addr)
+        await self._b.store.clean_consume_queues()
+        return request.create_response(ResponseCode.SUCCESS)
+
+    def delete_expired_commit_log(self, channel: Channel,
+                                  request: RemotingCommand) -> RemotingCommand:
+        log.warning("broker.delete_expired_commit_log", peer=channel.remote_addr)
+        self._b.store.execute_delete_files_manually()
+        return request.create_response(ResponseCode.SUCCESS)
+
+    def clean_unused_topic(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        log.warning("broker.clean_unused_topic", peer=channel.remote_addr)
+        self._b.store.clean_unused_topic(set(self._b.topics.topic_config_table))
+        return request.create_response(ResponseCode.SUCCESS)
+
+    # -- stats ----------------------------------------------------------------------------
+
+    def view_broker_stats_data(self, channel: Channel,
+                               request: RemotingCommand) -> RemotingCommand:
+        h = ViewBrokerStatsDataRequestHeader.from_ext_fields(request.ext_fields)
+        item = self.stats.get_stats_item(h.stats_name, h.stats_key)
+        if item is None:
+            return request.create_response(
+                ResponseCode.SYSTEM_ERROR, f"The stats <{h.stats_name}> <{h.stats_key}> not exist")
+        now = self.stats.now()
+        views = [BrokerStatsItem(s.sum, s.tps, s.avgpt)
+                 for s in (item.minute(now), item.hour(now), item.day(now))]
+        return request.create_response(ResponseCode.SUCCESS,
+                                       body=BrokerStatsData(*views).encode())
+
+    def get_broker_consume_stats(self, channel: Channel,
+                                 request: RemotingCommand) -> RemotingCommand:
+        """``fetchAllConsumeStatsInBroker``: ``ConsumeStatsList`` built as fastjson writes it."""
+        h = GetConsumeStatsInBrokerHeader.from_ext_fields(request.ext_fields)
+        b = self._b
+        broker_name = b.config.broker_name
+        store = b.store
+        total_diff = 0
+        groups: list[dict[str, Any]] = []
+        for group in list(b.subscription_groups.table):
+            stats_list: list[dict[str, Any]] = []
+            for topic in b.offsets.which_topic_by_consumer(group):
+                tc = b.topics.select(topic)
+                if tc is None or (h.is_order and not tc.order):
+                    continue
+                info = b.consumers.get(group)
+                if info is not None and info.subscriptions and topic not in info.subscriptions:
+                    continue
+                cs = ConsumeStats()
+                for qid in range(tc.write_queue_nums):
+                    cs.offset_table[MessageQueue(topic, broker_name, qid)] = _offset_wrapper(
+                        b, store, group, topic, qid)
+                cs.consume_tps = self.stats.tps_group_get_nums(group, topic)
+                total_diff += cs.compute_total_diff()
+                stats_list.append(cs.to_json())
+            groups.append({group: stats_list})
+        body = {"brokerAddr": b.config.broker_addr, "consumeStatsList": groups,
+                "totalDiff": total_diff}
+        return request.create_response(ResponseCode.SUCCESS, body=dumps(body))
+
+
+def _offset_wrapper(b: Any, store: Any, group: str, topic: str, qid: int) -> OffsetWrapper:
+    """One queue of ConsumeStats (REMOTING.md 4.11): ``lastTimestamp`` is the store time of
+    message ``consumerOffset - 1``, 0 when nothing was consumed or it is gone."""
+    broker_offset = max(store.get_max_offset_in_queue(topic, qid), 0)
+    consumer_offset = max(b.offsets.query_offset(group, topic, qid), 0)
+    last = 0
+    if consumer_offset - 1 >= 0:
+        ts = store.get_message_store_timestamp(topic, qid, consumer_offset - 1)
+        if ts > 0:
+            last = ts
+    return OffsetWrapper(broker_offset, consumer_offset, last)
+
+
+def handlers(controller: BrokerController) -> dict[int, Handler]:
+    """The table for broker-wide admin requests (call after the store has started)."""
+    return AdminBrokerStatsProcessor(controller).handlers()
