@@ -55,13 +55,14 @@ class ServerProcess:
             while True:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
-                    self.kill()
+                    self.kill()  # also closes the stdout pipe
                     raise RuntimeError(f"{self.argv} not ready in {timeout}s\n{self.log_tail()}")
                 if not sel.select(remaining):
                     continue
                 line = self.proc.stdout.readline()
                 if not line:
                     code = self.proc.wait()
+                    self._close_pipes()
                     raise RuntimeError(f"{self.argv} exited with {code} before ready\n{self.log_tail()}")
                 self.stdout_lines.append(line)
                 m = self.ready.search(line)
