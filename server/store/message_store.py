@@ -53,7 +53,9 @@ Upstream: ``store/DefaultMessageStore.java``, ``MessageStore.java``,
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import enum
+import fcntl
 import os
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -253,6 +255,7 @@ class MessageStore:
         self._last_physical_min_offset = 0
         self._in_memory_bytes = int(_total_physical_memory() * config.access_message_in_memory_max_ratio / 100)
         self.last_exit_ok = True
+        self._lock_fd = -1
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -260,7 +263,7 @@ class MessageStore:
         """Load the files, recover (after a crash: from the checkpoint), start routines.
 
         Raises:
-            RuntimeError: started twice.
+            RuntimeError: started twice, or another process holds the store directory.
             ValueError: segment sizes on disk differ from the configuration.
             OSError: the store directory cannot be read or written.
         """
@@ -272,6 +275,8 @@ class MessageStore:
             await asyncio.get_running_loop().run_in_executor(self._executor, self._load_and_recover)
         except BaseException:
             self._executor.shutdown(wait=True)
+            self._close_files()
+            self._unlock_store_dir()
             self._state = "stopped"
             raise
         assert self.checkpoint is not None
@@ -287,6 +292,7 @@ class MessageStore:
     def _load_and_recover(self) -> None:
         cfg = self.config
         os.makedirs(cfg.store_path_root_dir, exist_ok=True)
+        self._lock_store_dir()
         self.last_exit_ok = not self.abort_file.exists()
         cp = self.checkpoint = StoreCheckpoint(cfg.checkpoint_path)
         self.commit_log.load()
@@ -326,6 +332,24 @@ class MessageStore:
         self.abort_file.create()
         log.info("store.recovered", last_exit_ok=self.last_exit_ok, max_phy_offset=process,
                  redispatched=redispatched, dispatched_from=dispatch_from)
+
+    def _lock_store_dir(self) -> None:
+        """One store per directory (upstream locks ``<root>/lock`` the same way)."""
+        fd = os.open(os.path.join(self.config.store_path_root_dir, "lock"), os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            os.close(fd)
+            raise RuntimeError(
+                f"store {self.config.store_path_root_dir} is in use by another process") from exc
+        self._lock_fd = fd
+
+    def _unlock_store_dir(self) -> None:
+        if self._lock_fd >= 0:
+            with contextlib.suppress(OSError):
+                fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+            os.close(self._lock_fd)
+            self._lock_fd = -1
 
     def _load_consume_queues(self) -> None:
         root = self.config.consume_queue_dir
@@ -384,6 +408,7 @@ class MessageStore:
             await loop.run_in_executor(self._executor, self.abort_file.remove)
         self._close_files()
         self._executor.shutdown(wait=True)
+        self._unlock_store_dir()
         self._state = "stopped"
         log.info("store.shutdown", clean=clean, max_phy_offset=self.commit_log.max_offset)
 

@@ -540,6 +540,14 @@ async def test_put_refused_when_not_running(tmp_path) -> None:
     assert (await store.put_message(msg(1))).status is PutMessageStatus.SERVICE_NOT_AVAILABLE
 
 
+async def test_one_store_per_directory(open_store, tmp_path) -> None:
+    root = str(tmp_path / "s")
+    await open_store(root)
+    second = MessageStore(make_config(root), store_host=HOST)
+    with pytest.raises(RuntimeError, match="in use"):
+        await second.start()
+
+
 async def test_delete_topics_and_runtime_info(open_store) -> None:
     store = await open_store()
     await put_many(store, 5, topic="A")
