@@ -173,7 +173,8 @@ def _bad_value(wire: str, value: str, java_type: str) -> HeaderError:
 
 
 def _parse_int32(value: str, wire: str) -> int:
-    if _int_match(value) is not None:
+    # isdigit() alone would admit non-ASCII digits, which int() also reads; Java does not
+    if (value.isdigit() and value.isascii()) or _int_match(value) is not None:
         n = int(value)
         if _INT32_MIN <= n <= _INT32_MAX:
             return n
@@ -181,7 +182,7 @@ def _parse_int32(value: str, wire: str) -> int:
 
 
 def _parse_int64(value: str, wire: str) -> int:
-    if _int_match(value) is not None:
+    if (value.isdigit() and value.isascii()) or _int_match(value) is not None:
         n = int(value)
         if _INT64_MIN <= n <= _INT64_MAX:
             return n
