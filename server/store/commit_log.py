@@ -121,8 +121,8 @@ class CommitLog:
     def apply_delay(self, inner: MessageExtBrokerInner) -> None:
         """Park a delayed NOT/COMMIT message in ``SCHEDULE_TOPIC_XXXX`` (REMOTING.md 6.5)."""
         tx = inner.sys_flag & 0xC
-        if tx != 0 and tx != _COMMIT:
-            return
+        if (tx != 0 and tx != _COMMIT) or inner.topic == _SCHEDULE_TOPIC:
+            return  # already parked (a caller that rewrote it itself)
         level_s = inner.properties.get(_DELAY)
         if not level_s:
             return
