@@ -16,6 +16,7 @@ for the expiry checks and reported as wall-clock milliseconds like Java's.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from bisect import bisect_left, insort
 from collections.abc import Callable, Iterable
@@ -66,6 +67,7 @@ class ProcessQueue:
         "last_pull_time",
         "last_consume_time",
         "last_lock_time",
+        "consume_lock",
     )
 
     def __init__(self, clock: Callable[[], float] = _mono_ms) -> None:
@@ -85,6 +87,9 @@ class ProcessQueue:
         self.last_pull_time = now
         self.last_consume_time = now
         self.last_lock_time = now
+        # Orderly consumption holds it while a listener runs; rebalance takes it before
+        # giving the queue's broker lock away (upstream ProcessQueue.consumeLock).
+        self.consume_lock = asyncio.Lock()
 
     # -- flags and times --------------------------------------------------------------------
 
