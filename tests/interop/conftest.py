@@ -1,0 +1,38 @@
+"""Fixtures for the ali-ons interop suite.
+
+The server fixtures are the integration ones (real ``mqnamesrv`` / ``mqbroker`` processes
+on 127.0.0.1, logs printed at teardown); ``ons`` starts harness scripts and reaps them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.integration.conftest import broker, namesrv, server_factory
+from tests.interop.node import NodeScript, require_node
+
+__all__ = ["broker", "namesrv", "server_factory", "ons"]
+
+StartScript = Callable[..., Awaitable[NodeScript]]
+
+
+@pytest.fixture
+async def ons(tmp_path: Path) -> AsyncIterator[StartScript]:
+    """``await ons(script, config, name=...)`` starts a harness script; all are reaped at
+    teardown and their stderr printed (shown by pytest when the test fails)."""
+    require_node()
+    started: list[NodeScript] = []
+
+    async def start(script: str, config: dict[str, Any], *, name: str) -> NodeScript:
+        s = NodeScript(script, config, name=name, log_dir=tmp_path / "node")
+        started.append(s)
+        return await s.start()
+
+    yield start
+    for s in reversed(started):
+        await s.kill()
+        print(s.describe(last=10))
