@@ -1,0 +1,54 @@
+"""aiorocketmq's asyncio client: producers and consumers wire-compatible with RocketMQ 4.9.x.
+
+The public surface is what this module exports; everything under ``client.*`` modules
+is internal unless listed here. See ``client.producer`` and ``client.push_consumer``
+for the behaviour each class reproduces from the Java client.
+"""
+
+from protocol.bodies import MessageQueue
+from protocol.message import Message, MessageExt
+
+from .allocate import (
+    AllocateMessageQueueAveragely,
+    AllocateMessageQueueAveragelyByCircle,
+    AllocateMessageQueueByConfig,
+    AllocateMessageQueueByMachineRoom,
+    AllocateMessageQueueConsistentHash,
+)
+from .api import PullResult, PullStatus, SendResult, SendStatus
+from .config import ClientConfig
+from .producer import Producer, SelectMessageQueueByHash, SelectMessageQueueByRandom
+from .push_consumer import (
+    ConsumeConcurrentlyContext,
+    ConsumeConcurrentlyStatus,
+    ConsumeOrderlyContext,
+    ConsumeOrderlyStatus,
+    PushConsumer,
+)
+from .rebalance import ConsumeFromWhere, MessageModel
+
+__all__ = [
+    "Producer",
+    "PushConsumer",
+    "Message",
+    "MessageExt",
+    "MessageQueue",
+    "SendResult",
+    "SendStatus",
+    "PullResult",
+    "PullStatus",
+    "ConsumeConcurrentlyStatus",
+    "ConsumeOrderlyStatus",
+    "ConsumeConcurrentlyContext",
+    "ConsumeOrderlyContext",
+    "MessageModel",
+    "ConsumeFromWhere",
+    "ClientConfig",
+    "SelectMessageQueueByHash",
+    "SelectMessageQueueByRandom",
+    "AllocateMessageQueueAveragely",
+    "AllocateMessageQueueAveragelyByCircle",
+    "AllocateMessageQueueConsistentHash",
+    "AllocateMessageQueueByConfig",
+    "AllocateMessageQueueByMachineRoom",
+]
