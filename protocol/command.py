@@ -284,8 +284,8 @@ class RemotingCommand:
     def _decode_json_header(cls, header: memoryview) -> RemotingCommand:
         try:
             obj = _json_loads(bytes(header))
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise HeaderError(f"JSON header does not parse: {exc}") from None
+        except (ValueError, UnicodeDecodeError, RecursionError) as exc:
+            raise HeaderError(f"JSON header does not parse: {exc.__class__.__name__}") from None
         if not isinstance(obj, dict):
             raise HeaderError("JSON header is not an object")
         try:
@@ -395,8 +395,10 @@ class RemotingCommand:
 def _as_int(v: Any) -> int:
     if isinstance(v, bool):
         raise TypeError("boolean where an int was expected")
-    if isinstance(v, int):
-        return v
     if isinstance(v, str):
-        return int(v)
+        v = int(v)
+    if isinstance(v, int):
+        if not -0x80000000 <= v <= 0x7FFFFFFF:
+            raise ValueError(f"{v} is outside the int32 range")
+        return v
     raise TypeError(f"{type(v).__name__} where an int was expected")

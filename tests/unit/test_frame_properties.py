@@ -402,3 +402,13 @@ def test_ali_ons_pull_and_send_headers_decode() -> None:
     (cmd,) = FrameDecoder().feed_and_decode(_frame(send))
     v2 = SendMessageRequestHeaderV2.from_ext_fields(cmd.ext_fields)
     assert (v2.queue_id, v2.unit_mode, v2.batch, v2.max_reconsume_times) == (1, False, False, 16)
+
+
+def test_deeply_nested_json_header_is_protocol_error() -> None:
+    with pytest.raises(HeaderError):
+        FrameDecoder().feed_and_decode(_frame(b"[" * 100_000))
+
+
+def test_json_header_number_outside_int32_is_protocol_error() -> None:
+    with pytest.raises(HeaderError):
+        FrameDecoder().feed_and_decode(_frame(b'{"code":4294967296,"opaque":1}'))
