@@ -164,6 +164,12 @@ class RebalanceImpl:
 
     async def _rebalance_by_topic(self, topic: str, is_order: bool) -> None:
         mq_set = self.topic_subscribe_info_table.get(topic)
+        if mq_set is None:
+            # Not in upstream: a topic without a route yet (typically %RETRY%<group>, which
+            # the broker creates on our first heartbeat) is looked up now instead of at the
+            # next 30 s route poll, so retried messages flow within one rebalance.
+            await self.instance.update_topic_route(topic)
+            mq_set = self.topic_subscribe_info_table.get(topic)
         if self.message_model is MessageModel.BROADCASTING:
             if mq_set is None:
                 log.warning("rebalance.no_route", group=self.group, topic=topic)
