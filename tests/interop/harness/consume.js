@@ -8,8 +8,9 @@
  *   consumerGroup    group (required)
  *   subExpression    tag expression, e.g. "TagA" or "TagA || TagB" (default "*")
  *   consumeFromWhere a ConsumeFromWhere name (default CONSUME_FROM_FIRST_OFFSET)
- *   fail             optional {keys: [..], times: 1, how: "retry"|"throw"}: a message with one
- *                    of these keys fails while its reconsumeTimes < times, by returning
+ *   fail             optional rule or list of rules {keys: [..], times: 1, how: "retry"|"throw"}:
+ *                    a message with one of a rule's keys (any message if the rule has no keys)
+ *                    fails while its reconsumeTimes < times, by returning
  *                    Consumer.ACTION_RETRY ("retry") or by throwing ("throw")
  *   instanceName     makes the client id 127.0.0.1@<instanceName> (default harness-<pid>)
  *   clientIP, verbose, rebalanceIntervalMs, timeoutMs (default 120000)
@@ -52,14 +53,13 @@ function queuesOf(consumer, topic) {
 }
 
 function decide(msg) {
-  const rule = config.fail;
-  if (!rule) {
-    return 'ok';
-  }
+  const rules = config.fail ? [].concat(config.fail) : [];
   const keys = (msg.keys || '').split(' ').filter(Boolean);
-  const matches = rule.keys ? keys.some(k => rule.keys.includes(k)) : true;
-  if (matches && msg.reconsumeTimes < (rule.times === undefined ? 1 : rule.times)) {
-    return rule.how === 'throw' ? 'throw' : 'retry';
+  for (const rule of rules) {
+    const matches = rule.keys ? keys.some(k => rule.keys.includes(k)) : true;
+    if (matches && msg.reconsumeTimes < (rule.times === undefined ? 1 : rule.times)) {
+      return rule.how === 'throw' ? 'throw' : 'retry';
+    }
   }
   return 'ok';
 }
