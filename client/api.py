@@ -41,7 +41,7 @@ from protocol.bodies import (
     UnlockBatchRequestBody,
 )
 from protocol.channel import ResponseFuture
-from protocol.codes import MessageConst, MixAll, PullSysFlag, RequestCode, ResponseCode
+from protocol.codes import MessageConst, MixAll, RequestCode, ResponseCode
 from protocol.command import RemotingCommand
 from protocol.errors import MQBrokerError
 from protocol.headers import (
@@ -270,9 +270,9 @@ class MQClientAPI:
 
     @staticmethod
     def _pull_request(header: PullMessageRequestHeader) -> RemotingCommand:
-        code = (RequestCode.LITE_PULL_MESSAGE if header.sys_flag & PullSysFlag.LITE_PULL
-                else RequestCode.PULL_MESSAGE)
-        return RemotingCommand.create_request(code, header.to_ext_fields())
+        # 4.9.x clients send PULL_MESSAGE even with the LITE_PULL bit set (LITE_PULL_MESSAGE
+        # is 5.x only and a 4.9 broker would answer REQUEST_CODE_NOT_SUPPORTED).
+        return RemotingCommand.create_request(RequestCode.PULL_MESSAGE, header.to_ext_fields())
 
     @staticmethod
     def process_pull_response(response: RemotingCommand, addr: str) -> PullResult:
