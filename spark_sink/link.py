@@ -30,8 +30,10 @@ heartbeats (4.6), ``RemoteBrokerOffsetStore.updateConsumeOffsetToBroker`` (4.5).
 from __future__ import annotations
 
 import asyncio
+import os
 import re
 import threading
+import uuid
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
@@ -91,10 +93,12 @@ class RouteView:
 class RocketMQLink:
     """Async RocketMQ calls for the connector (see module docstring)."""
 
-    def __init__(self, name_server: str, *, timeout_ms: int = 10_000,
-                 instance_name: str = "spark-rocketmq") -> None:
-        self.config = ClientConfig(namesrv_addr=name_server, instance_name=instance_name,
-                                   mq_client_api_timeout_ms=timeout_ms).with_pid_instance_name()
+    def __init__(self, name_server: str, *, timeout_ms: int = 10_000) -> None:
+        # A unique instance name per link: two queries of one driver process joining the
+        # same group must be two consumers (clientId = ip@instance, REMOTING.md 4.6).
+        instance = f"spark-{os.getpid()}-{uuid.uuid4().hex[:12]}"
+        self.config = ClientConfig(namesrv_addr=name_server, instance_name=instance,
+                                   mq_client_api_timeout_ms=timeout_ms)
         self.client_id = self.config.build_client_id()
         self.remoting = RemotingClient()
         self.remoting.update_namesrv_address_list(self.config.namesrv_addresses)

@@ -45,8 +45,8 @@ _SOURCE_KEYS = (
     "consumerGroup", "assignment", "commitOffsetsToGroup", "includeProperties",
 )
 _SINK_KEYS = ("nameServer", "topic", "producerGroup", "sendTimeoutMs", "async", "maxInFlight")
-# Spark itself adds "path" when load()/save() get an argument; it means nothing here.
-_IGNORED_KEYS = frozenset({"path"})
+# Options Spark itself puts in the map (load/save paths, writeStream's checkpoint).
+_IGNORED_KEYS = frozenset({"path", "checkpointlocation", "queryname"})
 
 _DURATION = re.compile(r"^\s*(\d+)\s*(ms|s|m|min|h)?\s*$", re.IGNORECASE)
 _DURATION_UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "min": 60_000, "h": 3_600_000}

@@ -324,7 +324,7 @@ class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return offsets_to_json(end)
 
     def _limit(self, begin: Offsets, latest: Offsets, limit: ReadLimit) -> Offsets:
-        if isinstance(limit, ReadAllAvailable) or self._target is not None:
+        if isinstance(limit, ReadAllAvailable):
             return latest
         max_rows = self._opts.max_offsets_per_trigger
         if isinstance(limit, ReadMaxRows):
