@@ -1,0 +1,610 @@
+"""``MQAdmin``: the admin calls mqadmin makes, as typed coroutines (upstream ``DefaultMQAdminExtImpl``).
+
+REMOTING.md 3.1, 3.4, 4.3, 4.10, 4.11. One ``MQAdmin`` owns one ``RemotingClient`` (use
+``async with MQAdmin(namesrv)``) and every call has one timeout budget (``timeout``
+seconds, default 3 s like ``mqClientApiTimeout``; forwarded consumer calls get the
+broker's 10 s plus slack). Which requests each call sends follows the 4.9.7 tools, as
+the vectors show:
+
+* cluster-wide calls ask the nameserver for ``ClusterInfo`` (106) and then every master
+  of the cluster; topic-wide calls ask for the topic route (105) and then every broker
+  in it;
+* group calls find the group's brokers through the route of ``%RETRY%<group>`` first
+  (``consumerProgress``, ``consumerConnection``, ``consumerStatus``), falling back to every
+  broker of every cluster when that route does not exist;
+* ``view_message(offset_msg_id)`` sends VIEW_MESSAGE_BY_ID (33) straight to the store host
+  embedded in the id.
+
+Failures raise the error tree of ``protocol.errors``: ``MQBrokerError`` subclasses for a
+refusal (``TopicNotExistError`` for an unknown topic route), the ``RemotingError`` family
+for transport trouble, ``MQClientError`` for bad arguments. Nothing here prints.
+"""
+
+# ASYNC109: ``timeout`` is each call's budget, handed down to the channel timers.
+# ruff: noqa: ASYNC109
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from client.api import MQClientAPI, PullResult, SendResult
+from client.config import ClientConfig
+from client.remoting import RemotingClient, parse_namesrv_addr
+from protocol.bodies import (
+    ClusterInfo,
+    ConsumerConnection,
+    ConsumerRunningInfo,
+    ConsumeStats,
+    GroupList,
+    KVTable,
+    MessageQueue,
+    ProducerConnection,
+    ResetOffsetBody,
+    SubscriptionGroupConfig,
+    SubscriptionGroupWrapper,
+    TopicConfig,
+    TopicConfigSerializeWrapper,
+    TopicList,
+    TopicRouteData,
+    TopicStatsTable,
+    build_subscription_data,
+    properties_to_string,
+    string_to_properties,
+)
+from protocol.codes import (
+    MessageConst,
+    MixAll,
+    PullSysFlag,
+    RequestCode,
+    ResponseCode,
+    SystemTopic,
+)
+from protocol.command import RemotingCommand
+from protocol.errors import MQBrokerError, MQClientError, TopicNotExistError
+from protocol.headers import (
+    CloneGroupOffsetRequestHeader,
+    CommandHeader,
+    CreateTopicRequestHeader,
+    DeleteKVConfigRequestHeader,
+    DeleteSubscriptionGroupRequestHeader,
+    DeleteTopicFromNamesrvRequestHeader,
+    DeleteTopicRequestHeader,
+    GetBrokerConfigResponseHeader,
+    GetConsumerConnectionListRequestHeader,
+    GetConsumerRunningInfoRequestHeader,
+    GetConsumeStatsRequestHeader,
+    GetKVConfigRequestHeader,
+    GetKVConfigResponseHeader,
+    GetKVListByNamespaceRequestHeader,
+    GetProducerConnectionListRequestHeader,
+    GetTopicsByClusterRequestHeader,
+    GetTopicStatsInfoRequestHeader,
+    PullMessageRequestHeader,
+    PutKVConfigRequestHeader,
+    QueryTopicConsumeByWhoRequestHeader,
+    ResetOffsetRequestHeader,
+    SendMessageRequestHeaderV2,
+)
+from protocol.message import (
+    Message,
+    MessageDecodeError,
+    MessageExt,
+    create_uniq_id,
+    decode_offset_msg_id,
+    encode_properties,
+)
+
+__all__ = ["MQAdmin", "BrokerInfo", "DEFAULT_TIMEOUT", "LONG_MAX"]
+
+DEFAULT_TIMEOUT = 3.0
+LONG_MAX = 2**63 - 1
+_CALL_CONSUMER_TIMEOUT = 12.0  # the broker waits 10 s for the client (Broker2Client.callClient)
+_SUCCESS = ResponseCode.SUCCESS
+_TOOLS_GROUP = MixAll.TOOLS_CONSUMER_GROUP
+
+
+@dataclass(slots=True)
+class BrokerInfo:
+    """One broker address of ``ClusterInfo`` (``clusterList`` rows)."""
+
+    cluster: str
+    broker_name: str
+    broker_id: int
+    addr: str
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class MQAdmin:
+    """Admin client over one nameserver list; see the module docstring.
+
+    Args:
+        namesrv_addr: ``"host:port;host:port"``.
+        timeout: default budget of one call, in seconds.
+    """
+
+    def __init__(self, namesrv_addr: str, *, timeout: float = DEFAULT_TIMEOUT) -> None:
+        addrs = parse_namesrv_addr(namesrv_addr or "")
+        if not addrs:
+            raise MQClientError("no nameserver address given (use -n host:port)")
+        self.namesrv_addrs = addrs
+        self.timeout = timeout
+        self.remoting = RemotingClient()
+        self.remoting.update_namesrv_address_list(addrs)
+        self.config = ClientConfig(namesrv_addr=";".join(addrs),
+                                   mq_client_api_timeout_ms=int(timeout * 1000))
+        self.api = MQClientAPI(self.remoting, self.config)
+
+    async def __aenter__(self) -> MQAdmin:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        await self.remoting.close()
+
+    # -- plumbing -------------------------------------------------------------------------
+
+    def _t(self, timeout: float | None) -> float:
+        return self.timeout if timeout is None else timeout
+
+    @staticmethod
+    def _request(code: int, header: CommandHeader | None = None,
+                 body: bytes | None = None) -> RemotingCommand:
+        return RemotingCommand.create_request(
+            code, header.to_ext_fields() if header is not None else None, body)
+
+    async def invoke(self, addr: str, code: int, header: CommandHeader | None = None,
+                     body: bytes | None = None, *, timeout: float | None = None,
+                     ok: Iterable[int] = (_SUCCESS,)) -> RemotingCommand:
+        """Send one request to ``addr``; raise ``MQBrokerError`` unless its code is in ``ok``."""
+        response = await self.remoting.invoke(addr, self._request(code, header, body),
+                                              self._t(timeout))
+        if response.code not in tuple(ok):
+            raise MQBrokerError.for_code(response.code, response.remark, addr)
+        return response
+
+    async def invoke_namesrv(self, code: int, header: CommandHeader | None = None,
+                             body: bytes | None = None, *, timeout: float | None = None,
+                             addr: str | None = None,
+                             ok: Iterable[int] = (_SUCCESS,)) -> RemotingCommand:
+        """One request to the chosen nameserver (or to ``addr``)."""
+        request = self._request(code, header, body)
+        if addr is not None:
+            response = await self.remoting.invoke(addr, request, self._t(timeout))
+        else:
+            response = await self.remoting.invoke_namesrv(request, self._t(timeout))
+            addr = self.remoting.namesrv_addr_chosen
+        if response.code not in tuple(ok):
+            raise MQBrokerError.for_code(response.code, response.remark, addr)
+        return response
+
+    # -- nameserver: cluster, topics, routes ----------------------------------------------
+
+    async def cluster_info(self, *, timeout: float | None = None) -> ClusterInfo:
+        """GET_BROKER_CLUSTER_INFO (106)."""
+        response = await self.invoke_namesrv(RequestCode.GET_BROKER_CLUSTER_INFO, timeout=timeout)
+        return ClusterInfo.decode(response.body or b"{}")
+
+    async def brokers(self, cluster: str | None = None, *,
+                      masters_only: bool = False) -> list[BrokerInfo]:
+        """Every broker address of ``cluster`` (or of all clusters), sorted by name and id."""
+        info = await self.cluster_info()
+        out: list[BrokerInfo] = []
+        for cname, names in sorted(info.cluster_addr_table.items()):
+            if cluster is not None and cname != cluster:
+                continue
+            for name in sorted(names):
+                bd = info.broker_addr_table.get(name)
+                if bd is None:
+                    continue
+                for bid, addr in sorted(bd.broker_addrs.items()):
+                    if masters_only and bid != MixAll.MASTER_ID:
+                        continue
+                    out.append(BrokerInfo(cname, name, bid, addr))
+        if cluster is not None and cluster not in info.cluster_addr_table:
+            raise MQClientError(f"cluster '{cluster}' not found on nameserver "
+                                f"{self.remoting.namesrv_addr_chosen}")
+        return out
+
+    async def topic_list(self, *, timeout: float | None = None) -> list[str]:
+        """GET_ALL_TOPIC_LIST_FROM_NAMESERVER (206)."""
+        response = await self.invoke_namesrv(RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER,
+                                             timeout=timeout)
+        return list(TopicList.decode(response.body or b"{}").topic_list)
+
+    async def topics_by_cluster(self, cluster: str) -> list[str]:
+        """GET_TOPICS_BY_CLUSTER (224)."""
+        response = await self.invoke_namesrv(RequestCode.GET_TOPICS_BY_CLUSTER,
+                                             GetTopicsByClusterRequestHeader(cluster=cluster))
+        return list(TopicList.decode(response.body or b"{}").topic_list)
+
+    async def topic_route(self, topic: str, *, timeout: float | None = None) -> TopicRouteData:
+        """GET_ROUTEINFO_BY_TOPIC (105); ``TopicNotExistError`` when the nameserver has none."""
+        try:
+            return await self.api.get_topic_route_info(topic, self._t(timeout))
+        except TopicNotExistError as exc:
+            raise TopicNotExistError(
+                exc.code, f"topic '{topic}' not found on nameserver "
+                f"{self.remoting.namesrv_addr_chosen}", exc.addr) from None
+
+    @staticmethod
+    def _route_masters(route: TopicRouteData) -> dict[str, str]:
+        """broker name -> master address."""
+        out = {}
+        for bd in route.broker_datas:
+            addr = bd.broker_addrs.get(MixAll.MASTER_ID)
+            if addr is not None:
+                out[bd.broker_name] = addr
+        return out
+
+    async def _group_brokers(self, group: str) -> dict[str, str]:
+        """Masters that may hold ``group``: the ``%RETRY%<group>`` route, else every master."""
+        try:
+            route = await self.api.get_topic_route_info(MixAll.retry_topic(group), self.timeout)
+            masters = self._route_masters(route)
+            if masters:
+                return masters
+        except TopicNotExistError:
+            pass
+        return {b.broker_name: b.addr for b in await self.brokers(masters_only=True)}
+
+    # -- topics on brokers ----------------------------------------------------------------
+
+    async def create_topic(self, broker_addr: str, config: TopicConfig) -> None:
+        """UPDATE_AND_CREATE_TOPIC (17) on one broker."""
+        header = CreateTopicRequestHeader(
+            topic=config.topic_name, default_topic=SystemTopic.AUTO_CREATE_TOPIC_KEY,
+            read_queue_nums=config.read_queue_nums, write_queue_nums=config.write_queue_nums,
+            perm=int(config.perm), topic_filter_type=config.topic_filter_type,
+            topic_sys_flag=config.topic_sys_flag, order=config.order)
+        await self.invoke(broker_addr, RequestCode.UPDATE_AND_CREATE_TOPIC, header)
+
+    async def create_topic_in_cluster(self, cluster: str, config: TopicConfig) -> list[str]:
+        """UPDATE_AND_CREATE_TOPIC on every master of ``cluster``; the addresses done."""
+        masters = [b.addr for b in await self.brokers(cluster, masters_only=True)]
+        for addr in masters:
+            await self.create_topic(addr, config)
+        return masters
+
+    async def delete_topic(self, topic: str, cluster: str) -> list[str]:
+        """``deleteTopic -c``: DELETE_TOPIC_IN_BROKER on every master, then DELETE_TOPIC_IN_NAMESRV."""
+        masters = [b.addr for b in await self.brokers(cluster, masters_only=True)]
+        for addr in masters:
+            await self.invoke(addr, RequestCode.DELETE_TOPIC_IN_BROKER,
+                              DeleteTopicRequestHeader(topic=topic))
+        header = DeleteTopicFromNamesrvRequestHeader(topic=topic, cluster_name=cluster)
+        for addr in self.namesrv_addrs:
+            await self.invoke_namesrv(RequestCode.DELETE_TOPIC_IN_NAMESRV, header, addr=addr)
+        return masters
+
+    async def topic_config(self, broker_addr: str, topic: str) -> TopicConfig | None:
+        """The topic's config on one broker (from GET_ALL_TOPIC_CONFIG, 21)."""
+        response = await self.invoke(broker_addr, RequestCode.GET_ALL_TOPIC_CONFIG)
+        wrapper = TopicConfigSerializeWrapper.decode(response.body or b"{}")
+        return wrapper.topic_config_table.get(topic)
+
+    async def topic_stats(self, topic: str) -> TopicStatsTable:
+        """GET_TOPIC_STATS_INFO (202) on every master of the route, merged."""
+        route = await self.topic_route(topic)
+        merged = TopicStatsTable()
+        for addr in self._route_masters(route).values():
+            response = await self.invoke(addr, RequestCode.GET_TOPIC_STATS_INFO,
+                                         GetTopicStatsInfoRequestHeader(topic=topic))
+            merged.offset_table.update(TopicStatsTable.decode(response.body or b"{}").offset_table)
+        return merged
+
+    async def query_topic_consume_by_who(self, topic: str) -> list[str]:
+        """QUERY_TOPIC_CONSUME_BY_WHO (300) on every master of the route, merged."""
+        route = await self.topic_route(topic)
+        groups: set[str] = set()
+        for addr in self._route_masters(route).values():
+            response = await self.invoke(addr, RequestCode.QUERY_TOPIC_CONSUME_BY_WHO,
+                                         QueryTopicConsumeByWhoRequestHeader(topic=topic))
+            groups.update(GroupList.decode(response.body or b"{}").group_list)
+        return sorted(groups)
+
+    # -- brokers --------------------------------------------------------------------------
+
+    async def broker_runtime_info(self, broker_addr: str) -> dict[str, str]:
+        """GET_BROKER_RUNTIME_INFO (28)."""
+        response = await self.invoke(broker_addr, RequestCode.GET_BROKER_RUNTIME_INFO)
+        return dict(KVTable.decode(response.body or b"{}").table)
+
+    async def broker_config(self, broker_addr: str) -> tuple[dict[str, str], str | None]:
+        """GET_BROKER_CONFIG (26): the properties and the DataVersion JSON of the header."""
+        response = await self.invoke(broker_addr, RequestCode.GET_BROKER_CONFIG)
+        text = bytes(response.body or b"").decode("utf-8", "replace")
+        version = GetBrokerConfigResponseHeader.from_ext_fields(response.ext_fields or {
+            "version": ""}).version or None
+        return string_to_properties(text), version
+
+    async def update_broker_config(self, broker_addr: str, props: Mapping[str, str]) -> None:
+        """UPDATE_BROKER_CONFIG (25) with ``key=value`` lines."""
+        await self.invoke(broker_addr, RequestCode.UPDATE_BROKER_CONFIG,
+                          body=properties_to_string(props).encode("utf-8"))
+
+    # -- subscription groups --------------------------------------------------------------
+
+    async def create_subscription_group(self, broker_addr: str,
+                                        config: SubscriptionGroupConfig) -> None:
+        """UPDATE_AND_CREATE_SUBSCRIPTIONGROUP (200)."""
+        await self.invoke(broker_addr, RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP,
+                          body=config.encode())
+
+    async def subscription_groups(self, broker_addr: str) -> dict[str, SubscriptionGroupConfig]:
+        """GET_ALL_SUBSCRIPTIONGROUP_CONFIG (201)."""
+        response = await self.invoke(broker_addr, RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG)
+        return dict(SubscriptionGroupWrapper.decode(response.body or b"{}").subscription_group_table)
+
+    async def delete_subscription_group(self, broker_addr: str, group: str, *,
+                                        remove_offset: bool = False) -> None:
+        """DELETE_SUBSCRIPTIONGROUP (207)."""
+        await self.invoke(broker_addr, RequestCode.DELETE_SUBSCRIPTIONGROUP,
+                          DeleteSubscriptionGroupRequestHeader(group_name=group,
+                                                               remove_offset=remove_offset))
+
+    # -- consumers ------------------------------------------------------------------------
+
+    async def consume_stats(self, group: str, topic: str | None = None) -> ConsumeStats:
+        """``consumerProgress``: GET_CONSUME_STATS (208) on each of the group's masters, merged
+        (``consumeTps`` summed)."""
+        merged = ConsumeStats()
+        for addr in (await self._group_brokers(group)).values():
+            response = await self.invoke(addr, RequestCode.GET_CONSUME_STATS,
+                                         GetConsumeStatsRequestHeader(consumer_group=group,
+                                                                      topic=topic))
+            part = ConsumeStats.decode(response.body or b"{}")
+            merged.offset_table.update(part.offset_table)
+            merged.consume_tps += part.consume_tps
+        return merged
+
+    async def consumer_connection(self, group: str) -> ConsumerConnection:
+        """GET_CONSUMER_CONNECTION_LIST (203) from the first master that knows the group.
+
+        Raises:
+            ConsumerNotOnlineError: no broker has a live client of ``group``.
+        """
+        last: MQBrokerError | None = None
+        for addr in (await self._group_brokers(group)).values():
+            try:
+                response = await self.invoke(addr, RequestCode.GET_CONSUMER_CONNECTION_LIST,
+                                             GetConsumerConnectionListRequestHeader(
+                                                 consumer_group=group))
+            except MQBrokerError as exc:
+                last = exc
+                continue
+            return ConsumerConnection.decode(response.body or b"{}")
+        if last is not None:
+            raise last
+        raise MQBrokerError.for_code(ResponseCode.CONSUMER_NOT_ONLINE,
+                                     f"the consumer group[{group}] not online")
+
+    async def producer_connection(self, group: str, topic: str) -> ProducerConnection:
+        """GET_PRODUCER_CONNECTION_LIST (204) from the topic's masters, merged."""
+        merged = ProducerConnection()
+        for addr in self._route_masters(await self.topic_route(topic)).values():
+            response = await self.invoke(addr, RequestCode.GET_PRODUCER_CONNECTION_LIST,
+                                         GetProducerConnectionListRequestHeader(
+                                             producer_group=group))
+            merged.connection_set.extend(
+                ProducerConnection.decode(response.body or b"{}").connection_set)
+        return merged
+
+    async def consumer_running_info(self, group: str, client_id: str, *,
+                                    jstack: bool = False) -> ConsumerRunningInfo:
+        """GET_CONSUMER_RUNNING_INFO (307) through a broker the client is connected to."""
+        last: MQBrokerError | None = None
+        for addr in (await self._group_brokers(group)).values():
+            try:
+                response = await self.invoke(
+                    addr, RequestCode.GET_CONSUMER_RUNNING_INFO,
+                    GetConsumerRunningInfoRequestHeader(consumer_group=group, client_id=client_id,
+                                                        jstack_enable=jstack),
+                    timeout=max(self.timeout, _CALL_CONSUMER_TIMEOUT))
+            except MQBrokerError as exc:
+                last = exc
+                continue
+            return ConsumerRunningInfo.decode(response.body or b"{}")
+        if last is not None:
+            raise last
+        raise MQBrokerError.for_code(ResponseCode.SYSTEM_ERROR,
+                                     f"The Consumer <{group}> <{client_id}> not online")
+
+    async def reset_offset_by_time(self, topic: str, group: str, timestamp_ms: int, *,
+                                   force: bool = True) -> dict[MessageQueue, int]:
+        """INVOKE_BROKER_TO_RESET_OFFSET (222) on every master of the topic's route.
+
+        Raises:
+            ConsumerNotOnlineError: no broker had an online consumer of ``group``.
+        """
+        route = await self.topic_route(topic)
+        out: dict[MessageQueue, int] = {}
+        not_online: MQBrokerError | None = None
+        header = ResetOffsetRequestHeader(topic=topic, group=group, timestamp=timestamp_ms,
+                                          is_force=force)
+        for addr in self._route_masters(route).values():
+            try:
+                response = await self.invoke(addr, RequestCode.INVOKE_BROKER_TO_RESET_OFFSET,
+                                             header)
+            except MQBrokerError as exc:
+                if exc.code != ResponseCode.CONSUMER_NOT_ONLINE:
+                    raise
+                not_online = exc
+                continue
+            out.update(ResetOffsetBody.decode(response.body or b"{}").offset_table)
+        if not out and not_online is not None:
+            raise not_online
+        return out
+
+    async def clone_group_offset(self, src_group: str, dest_group: str, topic: str, *,
+                                 offline: bool = False) -> None:
+        """CLONE_GROUP_OFFSET (314) on every master of the topic's route."""
+        route = await self.topic_route(topic)
+        header = CloneGroupOffsetRequestHeader(src_group=src_group, dest_group=dest_group,
+                                               topic=topic, offline=offline)
+        for addr in self._route_masters(route).values():
+            await self.invoke(addr, RequestCode.CLONE_GROUP_OFFSET, header)
+
+    # -- messages -------------------------------------------------------------------------
+
+    async def view_message(self, offset_msg_id: str) -> MessageExt:
+        """VIEW_MESSAGE_BY_ID (33) at the store host the offset id names."""
+        try:
+            addr, offset = decode_offset_msg_id(offset_msg_id)
+        except MessageDecodeError as exc:
+            raise MQClientError(f"'{offset_msg_id}' is not an offset message id: {exc}") from None
+        return await self.api.view_message(addr, offset, self.timeout)
+
+    async def query_message_by_key(self, topic: str, key: str, *, max_num: int = 64,
+                                   begin_ms: int = 0, end_ms: int = LONG_MAX,
+                                   unique: bool = False) -> list[MessageExt]:
+        """QUERY_MESSAGE (12) on every master of the route, results re-filtered and merged."""
+        route = await self.topic_route(topic)
+        out: list[MessageExt] = []
+        for addr in self._route_masters(route).values():
+            out.extend(await self.api.query_message(
+                addr, topic, key, max_num=max_num, begin_ms=begin_ms, end_ms=end_ms,
+                unique_key=unique, timeout=self.timeout))
+        return out
+
+    async def query_message_by_unique_key(self, topic: str, uniq_key: str) -> list[MessageExt]:
+        """``queryMsgByUniqueKey``: QUERY_MESSAGE with ``_UNIQUE_KEY_QUERY=true``, maxNum 32."""
+        return await self.query_message_by_key(topic, uniq_key, max_num=32, unique=True)
+
+    async def broker_addr_of(self, topic: str, broker_name: str) -> str:
+        masters = self._route_masters(await self.topic_route(topic))
+        addr = masters.get(broker_name)
+        if addr is None:
+            raise MQClientError(f"broker '{broker_name}' has no master in the route of '{topic}'")
+        return addr
+
+    async def pull(self, addr: str, mq: MessageQueue, offset: int, max_nums: int = 32, *,
+                   group: str = _TOOLS_GROUP, sub_expression: str = "*") -> PullResult:
+        """PULL_MESSAGE (11) without suspending and without committing (a pull consumer's read)."""
+        sub = build_subscription_data(mq.topic, sub_expression)
+        header = PullMessageRequestHeader(
+            consumer_group=group, topic=mq.topic, queue_id=mq.queue_id, queue_offset=offset,
+            max_msg_nums=max_nums,
+            sys_flag=PullSysFlag.build(commit_offset=False, suspend=False, subscription=True),
+            commit_offset=0, suspend_timeout_millis=0, subscription=sub.sub_string,
+            sub_version=0, expression_type="TAG", bname=mq.broker_name)
+        return await self.api.pull_message(addr, header, self.timeout)
+
+    async def queue_offsets(self, addr: str, mq: MessageQueue) -> tuple[int, int]:
+        """(min offset, max offset) of one queue."""
+        low = await self.api.get_min_offset(addr, mq, self.timeout)
+        high = await self.api.get_max_offset(addr, mq, self.timeout)
+        return low, high
+
+    async def search_offset(self, addr: str, mq: MessageQueue, timestamp_ms: int) -> int:
+        return await self.api.search_offset(addr, mq, timestamp_ms, self.timeout)
+
+    async def readable_queues(self, topic: str,
+                              broker_name: str | None = None) -> list[tuple[str, MessageQueue]]:
+        """(master address, queue) for every readable queue of the route, sorted."""
+        route = await self.topic_route(topic)
+        masters = self._route_masters(route)
+        out: list[tuple[str, MessageQueue]] = []
+        for qd in route.queue_datas:
+            if broker_name is not None and qd.broker_name != broker_name:
+                continue
+            addr = masters.get(qd.broker_name)
+            if addr is None or not qd.perm & 4:
+                continue
+            out.extend((addr, MessageQueue(topic, qd.broker_name, q))
+                       for q in range(qd.read_queue_nums))
+        return sorted(out, key=lambda x: x[1])
+
+    async def send_message(self, topic: str, body: bytes, *, tags: str | None = None,
+                           keys: str | None = None, broker_name: str | None = None,
+                           queue_id: int | None = None,
+                           producer_group: str = MixAll.CLIENT_INNER_PRODUCER_GROUP
+                           ) -> SendResult:
+        """One SEND_MESSAGE_V2 (310) to a writable queue of the route (or the one named)."""
+        route = await self.topic_route(topic)
+        masters = self._route_masters(route)
+        candidates = []
+        for qd in sorted(route.queue_datas, key=lambda q: q.broker_name):
+            if not qd.perm & 2 or qd.broker_name not in masters:
+                continue
+            if broker_name is not None and qd.broker_name != broker_name:
+                continue
+            for q in range(qd.write_queue_nums):
+                if queue_id is None or q == queue_id:
+                    candidates.append((qd.broker_name, q))
+        if not candidates:
+            raise MQClientError(f"no writable queue of topic '{topic}' matches")
+        name, qid = candidates[_now_ms() % len(candidates)] if queue_id is None else candidates[0]
+        msg = Message(topic, body, tags=tags, keys=keys)
+        msg.properties[MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX] = create_uniq_id()
+        header = SendMessageRequestHeaderV2(
+            producer_group=producer_group, topic=topic, default_topic=SystemTopic.AUTO_CREATE_TOPIC_KEY,
+            default_topic_queue_nums=4, queue_id=qid, sys_flag=0, born_timestamp=_now_ms(),
+            flag=0, properties=encode_properties(msg.properties), reconsume_times=0,
+            unit_mode=False, batch=False, broker_name=name)
+        return await self.api.send_message(masters[name], name, msg, body, header, self.timeout)
+
+    # -- nameserver KV and config ---------------------------------------------------------
+
+    async def put_kv_config(self, namespace: str, key: str, value: str) -> None:
+        """PUT_KV_CONFIG (100) on every nameserver."""
+        header = PutKVConfigRequestHeader(namespace=namespace, key=key, value=value)
+        for addr in self.namesrv_addrs:
+            await self.invoke_namesrv(RequestCode.PUT_KV_CONFIG, header, addr=addr)
+
+    async def delete_kv_config(self, namespace: str, key: str) -> None:
+        """DELETE_KV_CONFIG (102) on every nameserver."""
+        header = DeleteKVConfigRequestHeader(namespace=namespace, key=key)
+        for addr in self.namesrv_addrs:
+            await self.invoke_namesrv(RequestCode.DELETE_KV_CONFIG, header, addr=addr)
+
+    async def get_kv_config(self, namespace: str, key: str) -> str | None:
+        """GET_KV_CONFIG (101); None when absent (QUERY_NOT_FOUND)."""
+        response = await self.invoke_namesrv(
+            RequestCode.GET_KV_CONFIG, GetKVConfigRequestHeader(namespace=namespace, key=key),
+            ok=(_SUCCESS, ResponseCode.QUERY_NOT_FOUND))
+        if response.code != _SUCCESS:
+            return None
+        return GetKVConfigResponseHeader.from_ext_fields(response.ext_fields or {}).value
+
+    async def get_kv_list(self, namespace: str) -> dict[str, str]:
+        """GET_KVLIST_BY_NAMESPACE (219); {} when the namespace is empty."""
+        response = await self.invoke_namesrv(
+            RequestCode.GET_KVLIST_BY_NAMESPACE,
+            GetKVListByNamespaceRequestHeader(namespace=namespace),
+            ok=(_SUCCESS, ResponseCode.QUERY_NOT_FOUND))
+        if response.code != _SUCCESS or not response.body:
+            return {}
+        return dict(KVTable.decode(response.body).table)
+
+    async def get_namesrv_config(self) -> dict[str, dict[str, str]]:
+        """GET_NAMESRV_CONFIG (319) from every nameserver: address -> properties."""
+        out = {}
+        for addr in self.namesrv_addrs:
+            response = await self.invoke_namesrv(RequestCode.GET_NAMESRV_CONFIG, addr=addr)
+            out[addr] = string_to_properties(bytes(response.body or b"").decode("utf-8", "replace"))
+        return out
+
+    async def update_namesrv_config(self, props: Mapping[str, str]) -> None:
+        """UPDATE_NAMESRV_CONFIG (318) on every nameserver."""
+        body = properties_to_string(props).encode("utf-8")
+        for addr in self.namesrv_addrs:
+            await self.invoke_namesrv(RequestCode.UPDATE_NAMESRV_CONFIG, body=body, addr=addr)
+
+    # -- helpers for several brokers at once ----------------------------------------------
+
+    async def gather(self, *coros: Any) -> list[Any]:
+        """Run calls concurrently; the first failure propagates after the others finish."""
+        results = await asyncio.gather(*coros, return_exceptions=True)
+        for r in results:
+            if isinstance(r, BaseException):
+                raise r
+        return list(results)
