@@ -16,6 +16,7 @@ persisted every 1 s; ``harness/common.js``) and waits are conditions with deadli
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -23,11 +24,13 @@ from typing import Any
 
 import pytest
 
-from protocol.codes import MessageConst, ResponseCode
+from protocol.codes import MessageConst, MessageSysFlag, RequestCode, ResponseCode
+from protocol.command import RemotingCommand
 from protocol.message import MessageExt, decode_offset_msg_id
 from tests.interop.conftest import StartScript
 from tests.interop.node import NodeScript, wait_until
 from tests.interop.raw import RawBroker
+from tests.interop.wiretap import TO_SERVER, WireTap
 from tests.procs import ServerProcess, broker_process
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(150)]
@@ -45,8 +48,10 @@ def broker_name(broker: ServerProcess) -> str:
     return broker.match.group("name")
 
 
-def harness_config(namesrv: ServerProcess, topic: str, **extra: Any) -> dict[str, Any]:
-    return {"nameSrv": namesrv.address, "topic": topic, "timeoutMs": 120_000, **extra}
+def harness_config(namesrv: ServerProcess | str, topic: str, **extra: Any) -> dict[str, Any]:
+    """A harness configuration; ``namesrv`` is the server or the address to give ali-ons."""
+    address = namesrv if isinstance(namesrv, str) else namesrv.address
+    return {"nameSrv": address, "topic": topic, "timeoutMs": 120_000, **extra}
 
 
 def message_specs(prefix: str, count: int, *, tags: Callable[[int], str | None],
@@ -56,7 +61,7 @@ def message_specs(prefix: str, count: int, *, tags: Callable[[int], str | None],
              "body": f"{prefix} body {i} héllo 中文"} for i in range(count)]
 
 
-async def produce(ons: StartScript, namesrv: ServerProcess, topic: str,
+async def produce(ons: StartScript, namesrv: ServerProcess | str, topic: str,
                   messages: list[dict[str, Any]], *, name: str = "producer") -> list[dict[str, Any]]:
     """Send ``messages`` through ali-ons' Producer; the ``sent`` events in order."""
     producer = await ons("produce.js", harness_config(
@@ -69,7 +74,7 @@ async def produce(ons: StartScript, namesrv: ServerProcess, topic: str,
     return sent
 
 
-async def start_consumer(ons: StartScript, namesrv: ServerProcess, topic: str, group: str,
+async def start_consumer(ons: StartScript, namesrv: ServerProcess | str, topic: str, group: str,
                          instance: str, **extra: Any) -> NodeScript:
     return await ons("consume.js", harness_config(
         namesrv, topic, consumerGroup=group, instanceName=instance, **extra), name=instance)
@@ -121,6 +126,8 @@ async def test_producer_send_results_match_the_stored_messages(
     exactly; its send results carry the offset message id and sane queue offsets."""
     topic = "InteropProduce"
     specs = message_specs("p", 12, tags=lambda i: "TagA" if i % 2 == 0 else "TagB")
+    # ali-ons zlib-compresses bodies of 4096 bytes or more (sysFlag COMPRESSED).
+    specs.append({"tags": "TagA", "keys": ["p-big"], "body": "big body é " * 500})
     async with RawBroker(namesrv.address, broker.address, broker_name(broker)) as raw:
         await raw.create_topic(topic, QUEUES)
         sent = await produce(ons, namesrv, topic, specs)
@@ -150,6 +157,7 @@ async def test_producer_send_results_match_the_stored_messages(
             assert m.properties.get(MessageConst.PROPERTY_KEYS) == " ".join(spec["keys"])
             assert m.reconsume_times == 0
             assert m.born_host.startswith("127.0.0.1:")
+            assert bool(m.sys_flag & MessageSysFlag.COMPRESSED_FLAG) == (len(m.body) >= 4096)
 
 
 # -- (2) consumer, tag filter -----------------------------------------------------------------
@@ -392,3 +400,131 @@ async def poll_until(what: str, probe: Callable[[], Any], done: Callable[[Any], 
                 await asyncio.sleep(0.2)  # pacing between two round trips, not a synchronization
     except TimeoutError:
         raise AssertionError(f"timed out waiting for {what}; last answer {last!r}") from None
+
+
+# -- (6) the conversation on the wire ---------------------------------------------------------
+
+
+PULL_RESPONSE_FIELDS = ("nextBeginOffset", "minOffset", "maxOffset", "suggestWhichBrokerId")
+SEND_RESPONSE_FIELDS = ("msgId", "queueId", "queueOffset",
+                        MessageConst.PROPERTY_MSG_REGION, MessageConst.PROPERTY_TRACE_SWITCH)
+LEGACY_BROKER_ADDRS = re.compile(rb'"brokerAddrs":\{0:"')
+
+
+def strict_json(raw: bytes) -> Any:
+    """Parse like JavaScript's ``JSON.parse`` (no NaN/Infinity, UTF-8 only)."""
+    def refuse(token: str) -> Any:
+        raise ValueError(f"non-standard JSON constant {token}")
+    return json.loads(raw.decode("utf-8"), parse_constant=refuse)
+
+
+async def test_wire_conversation_has_the_shapes_ali_ons_relies_on(
+        namesrv: ServerProcess, broker: ServerProcess, ons: StartScript) -> None:
+    """Everything ali-ons exchanges with our servers, recorded by taps in front of both,
+    holds the facts of REMOTING.md 9 that ali-ons would not report by itself."""
+    topic = "InteropWire"
+    group = "GID_INTEROP_WIRE"
+    async with RawBroker(namesrv.address, broker.address, broker_name(broker)) as raw:
+        await raw.create_topic(topic, QUEUES)
+    async with WireTap("broker", broker.address) as btap, \
+            WireTap("namesrv", namesrv.address,
+                    rewrite_routes={broker.address: btap.address}) as ntap:
+        consumer = await start_consumer(ons, ntap.address, topic, group, "wire",
+                                        fail={"keys": ["retry-me"], "how": "retry"})
+        await wait_until("the consumer to own all queues",
+                         lambda: owned_queues(consumer, topic) == set(range(QUEUES)),
+                         consumer, timeout=WAIT)
+        specs = [
+            {"tags": "TagA", "keys": ["w-1"], "body": "small"},
+            {"tags": "TagB", "keys": ["w-2"], "body": "compressed by ali-ons " + "x" * 5000},
+            {"tags": "TagA", "keys": ["retry-me"], "body": "retried"},
+            {"tags": None, "keys": ["w-4"], "body": "no tags"},
+        ]
+        await produce(ons, ntap.address, topic, specs)
+        await wait_until("every message, and the retried one again",
+                         lambda: bodies(specs) <= bodies(consumer.received())
+                         and any(e["reconsumeTimes"] == 1 for e in consumer.received()),
+                         consumer, timeout=WAIT)
+        assert await consumer.close() == 0, consumer.describe()
+
+        def answered() -> bool:
+            return all(resp is not None for req, resp in btap.exchanges()
+                       if req.command is not None and req.command.code != RequestCode.PULL_MESSAGE)
+
+        # Answers to the last requests may still be on their way when the client has gone.
+        await btap.wait_until("an answer to every broker request but parked pulls", answered,
+                              timeout=WAIT)
+
+    conversation = f"\n--- namesrv tap:\n{ntap.dump()}\n--- broker tap:\n{btap.dump()}"
+    frames = ntap.frames + btap.frames
+    assert all(f.command is not None for f in frames), conversation
+
+    # What ali-ons sends: JSON headers, version 121, language JAVA, never the oneway bit.
+    requests = [f for f in frames if f.direction == TO_SERVER]
+    assert requests, conversation
+    for f in requests:
+        assert f.serialize_type == 0 and not f.is_response, f
+        header = strict_json(f.header)
+        assert header["version"] == 121 and header["language"] == "JAVA", f
+        assert f.command is not None and f.command.flag == 0, f
+
+    # Numbers and booleans inside extFields arrive as JSON numbers/booleans; the send
+    # path coerces them (REMOTING.md 9).
+    send_headers = [strict_json(f.header)["extFields"] for f in requests
+                    if f.command is not None and f.command.code == RequestCode.SEND_MESSAGE_V2]
+    assert send_headers and all(isinstance(h["e"], int) and isinstance(h["k"], bool)
+                                for h in send_headers), send_headers
+
+    # What we answer: JSON (ali-ons reads the header length without masking the type byte),
+    # strict JSON headers, the request's opaque with the response bit.
+    exchanges = ntap.exchanges() + btap.exchanges()
+    for request, response in exchanges:
+        assert request.command is not None
+        if response is None:
+            assert request.command.code == RequestCode.PULL_MESSAGE, (request, conversation)
+            continue
+        assert response.serialize_type == 0, response
+        header = strict_json(response.header)
+        assert header["flag"] & 1 and header["opaque"] == request.command.opaque, response
+        # Stamped like the 4.9.7 servers' answers (vectors: "language":"JAVA", "version":407).
+        assert header.get("language") == "JAVA" and isinstance(header.get("version"), int), header
+        assert all(isinstance(v, str) for v in (header.get("extFields") or {}).values()), response
+
+    def answers(code: int) -> list[RemotingCommand]:
+        found = [resp.command for req, resp in exchanges
+                 if req.command is not None and req.command.code == code
+                 and resp is not None and resp.command is not None]
+        assert found, f"no answered request with code {code}{conversation}"
+        return found
+
+    # Routes in the legacy fastjson form that the Java nameserver gives version-121 clients.
+    routes = [r for r in answers(RequestCode.GET_ROUTEINFO_BY_TOPIC) if r.code == 0]
+    assert routes and all(r.body and LEGACY_BROKER_ADDRS.search(r.body) for r in routes), [
+        r.body for r in routes]
+
+    # Every pull answer carries the four offsets ali-ons reads, whatever its status.
+    pulls = answers(RequestCode.PULL_MESSAGE)
+    assert {p.code for p in pulls} <= {0, 19, 20, 21} and any(p.code == 0 for p in pulls)
+    for p in pulls:
+        missing = [k for k in PULL_RESPONSE_FIELDS if k not in (p.ext_fields or {})]
+        assert not missing, (p.code, p.ext_fields)
+
+    sends = answers(RequestCode.SEND_MESSAGE_V2)
+    assert len(sends) >= len(specs) and all(s.code == 0 for s in sends)
+    for s in sends:
+        missing = [k for k in SEND_RESPONSE_FIELDS if k not in (s.ext_fields or {})]
+        assert not missing, s.ext_fields
+
+    # ali-ons "oneway" offset commits arrive with flag 0, so they are answered like upstream.
+    assert all(r.code == 0 for r in answers(RequestCode.UPDATE_CONSUMER_OFFSET))
+    assert all(r.code == 0 for r in answers(RequestCode.HEART_BEAT))
+    assert all(r.code == 0 for r in answers(RequestCode.UNREGISTER_CLIENT))
+    id_lists = answers(RequestCode.GET_CONSUMER_LIST_BY_GROUP)
+    assert all(r.code == 0 and r.body and "127.0.0.1@wire" in strict_json(r.body)["consumerIdList"]
+               for r in id_lists)
+
+    # The body ali-ons compressed (4096 bytes or more) and the message without tags,
+    # whose TAGS ali-ons writes as the text "null".
+    received = {e["body"]: e for e in consumer.received()}
+    assert received[specs[1]["body"]]["sysFlag"] & MessageSysFlag.COMPRESSED_FLAG, "bit kept"
+    assert received["no tags"]["tags"] == "null"
