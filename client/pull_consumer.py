@@ -360,6 +360,7 @@ class LitePullConsumer(_ConsumerBase):
         self._buffer: asyncio.Queue[tuple[MessageQueue, int, list[MessageExt]]] = asyncio.Queue(
             maxsize=max(1, pull_threshold_for_all // max(1, pull_batch_size)))
         self._consumed: dict[MessageQueue, int] = {}
+        self._retired: set[asyncio.Task[None]] = set()  # cancelled, awaited at shutdown
 
     # -- configuration ----------------------------------------------------------------------
 
@@ -404,7 +405,7 @@ class LitePullConsumer(_ConsumerBase):
         if self.state is not ServiceState.RUNNING:
             return
         self.state = ServiceState.SHUTDOWN_ALREADY
-        tasks = list(self._tasks.values())
+        tasks = list(self._tasks.values()) + list(self._retired)
         self._tasks.clear()
         for t in tasks:
             t.cancel()
@@ -447,7 +448,10 @@ class LitePullConsumer(_ConsumerBase):
     def _apply_assignment(self, mqs: set[MessageQueue], from_rebalance: bool = False) -> None:
         for mq in list(self._tasks):
             if mq not in mqs:
-                self._tasks.pop(mq).cancel()
+                task = self._tasks.pop(mq)
+                task.cancel()
+                self._retired.add(task)
+                task.add_done_callback(self._retired.discard)
                 self._next_offset.pop(mq, None)
         for mq in mqs:
             if mq not in self._tasks and (not from_rebalance or mq in self._next_offset):
@@ -526,6 +530,13 @@ class LitePullConsumer(_ConsumerBase):
         self._seek_gen[mq] = self._seek_gen.get(mq, 0) + 1
         self._next_offset[mq] = offset
         self.offset_store.update_offset(mq, offset, increase_only=False)
+        task = self._tasks.pop(mq, None)
+        if task is not None:
+            # A held pull (up to 20 s) must not delay the new position: restart the task.
+            task.cancel()
+            self._retired.add(task)
+            task.add_done_callback(self._retired.discard)
+            self._start_task(mq)
 
     async def seek(self, mq: MessageQueue, offset: int) -> None:
         """Next ``poll`` of ``mq`` starts at ``offset`` (must be within [min, max]).
