@@ -18,6 +18,7 @@ from .allocate import (
 from .api import PullResult, PullStatus, SendResult, SendStatus
 from .config import ClientConfig
 from .producer import Producer, SelectMessageQueueByHash, SelectMessageQueueByRandom
+from .pull_consumer import LitePullConsumer, PullConsumer
 from .push_consumer import (
     ConsumeConcurrentlyContext,
     ConsumeConcurrentlyStatus,
@@ -30,6 +31,8 @@ from .rebalance import ConsumeFromWhere, MessageModel
 __all__ = [
     "Producer",
     "PushConsumer",
+    "PullConsumer",
+    "LitePullConsumer",
     "Message",
     "MessageExt",
     "MessageQueue",
