@@ -13,18 +13,30 @@ from typing import Any
 import pytest
 
 from tests.integration.conftest import broker, namesrv, server_factory
-from tests.interop.node import NodeScript, require_node
+from tests.interop.node import HarnessError, NodeScript, require_node
 
 __all__ = ["broker", "namesrv", "server_factory", "ons"]
 
 StartScript = Callable[..., Awaitable[NodeScript]]
 
 
+@pytest.fixture(autouse=True)
+def _node_and_ali_ons() -> None:
+    """Fail (never skip) every interop test, before any server starts, when node or the
+    ali-ons package is missing; the message says to run ``make interop-deps``."""
+    try:
+        require_node()
+    except HarnessError as exc:
+        missing = str(exc)
+    else:
+        return
+    pytest.fail(missing, pytrace=False)
+
+
 @pytest.fixture
 async def ons(tmp_path: Path) -> AsyncIterator[StartScript]:
     """``await ons(script, config, name=...)`` starts a harness script; all are reaped at
     teardown and their stderr printed (shown by pytest when the test fails)."""
-    require_node()
     started: list[NodeScript] = []
 
     async def start(script: str, config: dict[str, Any], *, name: str) -> NodeScript:
