@@ -1,0 +1,377 @@
+"""mqadmin against real ``mqnamesrv`` + ``mqbroker`` processes on 127.0.0.1.
+
+Each command runs as a subprocess (``python -m client.admin.cli``) and its output
+*content* is checked: queue counts, offsets and diffs that add up after producing and
+committing, KV values, the one-line error and exit code for a missing topic, ``--json``.
+The broker's admin answers are also compared with the captured 4.9.7 answers (key sets
+and shapes, modulo addresses, timestamps and offsets). A consumer is simulated by a real
+client connection (HEART_BEAT, then answering the broker's forwarded requests).
+
+The servers start once for the module. The broker is launched through a small wrapper
+that registers the admin tables after ``BrokerController.start()``; once the controller
+wires them itself the second registration is a no-op replacement of the same handlers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from client.admin.api import MQAdmin
+from client.remoting import RemotingClient
+from protocol.bodies import (
+    ConsumerData,
+    ConsumerRunningInfo,
+    ConsumeStats,
+    HeartbeatData,
+    KVTable,
+    MessageQueue,
+    ProcessQueueInfo,
+    ResetOffsetBody,
+    SubscriptionData,
+    SubscriptionGroupWrapper,
+    TopicStatsTable,
+)
+from protocol.channel import Channel
+from protocol.codes import RequestCode, ResponseCode
+from protocol.command import RemotingCommand
+from protocol.fastjson import loads
+from protocol.headers import (
+    GetConsumeStatsRequestHeader,
+    GetTopicStatsInfoRequestHeader,
+    UpdateConsumerOffsetRequestHeader,
+)
+from tests.procs import ServerProcess, broker_process, namesrv_process
+from tests.vectors import body_bytes, frame
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
+
+_WIRING = """
+import sys
+from server.broker import controller as _c
+from server.broker.processors import admin_broker, admin_group
+_start = _c.BrokerController.start
+async def start(self):
+    await _start(self)
+    for table in (admin_broker.handlers(self), admin_group.handlers(self)):
+        for code, handler in table.items():
+            self.server.register(code, handler)
+_c.BrokerController.start = start
+from server.broker.main import main
+sys.exit(main())
+"""
+
+REPO = str(Path(__file__).resolve().parents[2])
+TOPIC = "AdminTopic"
+GROUP = "AdminGroup"
+N_SENT = 6
+M_COMMITTED = 2
+
+
+@pytest.fixture(scope="module")
+def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
+    tmp = tmp_path_factory.mktemp("mqadmin")
+    ns = namesrv_process(tmp)
+    started: list[ServerProcess] = []
+    try:
+        started.append(ns.start())
+        broker = broker_process(tmp, ns.address)
+        broker.argv[1:3] = ["-c", _WIRING]
+        started.append(broker.start())
+        yield ns.address, broker.address
+    finally:
+        for proc in reversed(started):
+            proc.stop()
+            print(f"---- {proc.log_path} ----\n{proc.log_tail(60)}")
+
+
+async def mqadmin(*args: str) -> tuple[int, str, str]:
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "client.admin.cli", *args,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        cwd=REPO)
+    out, err = await proc.communicate()
+    return proc.returncode or 0, out.decode(), err.decode()
+
+
+async def ok(*args: str) -> str:
+    rc, out, err = await mqadmin(*args)
+    assert rc == 0, f"mqadmin {' '.join(args)} -> {rc}\n{out}\n{err}"
+    return out
+
+
+async def raw(addr: str, code: int, ext: dict[str, str] | None = None,
+              body: bytes | None = None) -> RemotingCommand:
+    async with RemotingClient() as rc:
+        return await rc.invoke(addr, RemotingCommand.create_request(code, ext, body), 5.0)
+
+
+class FakeConsumer:
+    """A real client connection that registers a consumer and answers forwarded requests."""
+
+    def __init__(self, broker: str, group: str, topic: str) -> None:
+        self.broker, self.group, self.topic = broker, group, topic
+        self.client_id = "127.0.0.1@admin-test"
+        self.forwarded: list[RemotingCommand] = []
+        self.reset = asyncio.Event()
+        self.reset_body: bytes = b""
+        self.client = RemotingClient({
+            RequestCode.GET_CONSUMER_RUNNING_INFO: self.on_running_info,
+            RequestCode.RESET_CONSUMER_CLIENT_OFFSET: self.on_reset,
+            RequestCode.NOTIFY_CONSUMER_IDS_CHANGED: lambda ch, req: None,
+        })
+
+    def on_running_info(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        self.forwarded.append(request)
+        info = ConsumerRunningInfo(
+            properties={"PROP_CONSUME_TYPE": "CONSUME_PASSIVELY"},
+            subscription_set=[SubscriptionData(self.topic, "*")],
+            mq_table={MessageQueue(self.topic, "broker-a", 0): ProcessQueueInfo(commit_offset=3)})
+        return request.create_response(ResponseCode.SUCCESS, "not set any response code",
+                                       body=info.encode())
+
+    def on_reset(self, channel: Channel, request: RemotingCommand) -> None:
+        self.reset_body = bytes(request.body or b"")
+        self.reset.set()
+
+    async def __aenter__(self) -> FakeConsumer:
+        hb = HeartbeatData(self.client_id, [], [ConsumerData(
+            self.group, "CONSUME_PASSIVELY", "CLUSTERING", "CONSUME_FROM_LAST_OFFSET",
+            [SubscriptionData(self.topic, "*")])])
+        response = await self.client.invoke(
+            self.broker, RemotingCommand.create_request(RequestCode.HEART_BEAT, None, hb.encode()),
+            5.0)
+        assert response.code == ResponseCode.SUCCESS
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.client.close()
+
+
+async def test_topics_messages_and_progress(servers: tuple[str, str]) -> None:
+    ns, broker = servers
+    out = await ok("updateTopic", "-n", ns, "-c", "DefaultCluster", "-t", TOPIC, "-r", "4",
+                   "-w", "4")
+    assert f"create topic to {broker} success." in out
+    assert TOPIC in (await ok("topicList", "-n", ns)).split()
+    route = json.loads(await ok("topicRoute", "-n", ns, "-t", TOPIC, "--json"))
+    assert [(q["readQueueNums"], q["writeQueueNums"], q["perm"]) for q in route["queueDatas"]] == [
+        (4, 4, 6)]
+
+    async with MQAdmin(ns) as admin:
+        sent = [await admin.send_message(TOPIC, f"body-{i}".encode(), keys=f"k{i} common",
+                                         tags="TagA") for i in range(N_SENT)]
+        # A group commits M messages of the queues it read (two-way, so it is stored now).
+        committed = 0
+        per_queue: dict[int, int] = {}
+        for r in sent:
+            per_queue[r.message_queue.queue_id] = per_queue.get(r.message_queue.queue_id, 0) + 1
+        for qid, count in sorted(per_queue.items()):
+            take = min(count, M_COMMITTED - committed)
+            if take <= 0:
+                break
+            await admin.api.update_consumer_offset(
+                broker, UpdateConsumerOffsetRequestHeader(
+                    consumer_group=GROUP, topic=TOPIC, queue_id=qid, commit_offset=take),
+                oneway=False)
+            committed += take
+
+    status = json.loads(await ok("topicStatus", "-n", ns, "-t", TOPIC, "--json"))
+    assert len(status["queues"]) == 4
+    assert sum(q["maxOffset"] for q in status["queues"]) == N_SENT
+    text = await ok("topicStatus", "-n", ns, "-t", TOPIC)
+    assert text.splitlines()[0].split()[0] == "#Broker"
+
+    progress = json.loads(await ok("consumerProgress", "-n", ns, "-g", GROUP, "--json"))
+    queues = progress["queues"]
+    assert len(queues) == 4
+    assert sum(q["brokerOffset"] for q in queues) == N_SENT
+    assert sum(q["consumerOffset"] for q in queues) == M_COMMITTED
+    assert progress["diffTotal"] == N_SENT - M_COMMITTED
+    assert all(q["diff"] == q["brokerOffset"] - q["consumerOffset"] for q in queues)
+    assert all((q["lastTimestamp"] > 0) == (q["consumerOffset"] > 0) for q in queues)
+    text = await ok("consumerProgress", "-n", ns, "-g", GROUP)
+    assert f"Diff Total: {N_SENT - M_COMMITTED}" in text
+
+    # clone the group's offsets, then the clone reports the same consumer offsets
+    out = await ok("cloneGroupOffset", "-n", ns, "-s", GROUP, "-d", GROUP + "2", "-t", TOPIC)
+    assert "clone group offset success" in out
+    clone = json.loads(await ok("consumerProgress", "-n", ns, "-g", GROUP + "2", "--json"))
+    assert clone["diffTotal"] == N_SENT - M_COMMITTED
+
+    # messages: by key, by offset id (sent straight to the store host), by unique key, by offset
+    by_key = json.loads(await ok("queryMsgByKey", "-n", ns, "-t", TOPIC, "-k", "common",
+                                 "--json"))
+    assert sorted(m["body"] for m in by_key) == sorted(f"body-{i}" for i in range(N_SENT))
+    first = sent[0]
+    by_id = json.loads(await ok("queryMsgById", "-n", ns, "-i", first.offset_msg_id or "",
+                                "--json"))
+    assert by_id[0]["body"] == "body-0" and by_id[0]["msgId"] == first.msg_id
+    text = await ok("queryMsgByUniqueKey", "-n", ns, "-t", TOPIC, "-i", first.msg_id or "")
+    assert "body-0" in text and "Keys:" in text
+    mq = first.message_queue
+    by_offset = json.loads(await ok("queryMsgByOffset", "-n", ns, "-t", TOPIC, "-b",
+                                    mq.broker_name, "-i", str(mq.queue_id), "-o",
+                                    str(first.queue_offset), "--json"))
+    assert by_offset["body"] == "body-0"
+
+    rc, out, err = await mqadmin("printMsg", "-n", ns, "-t", TOPIC)
+    assert rc == 0 and out.count("MSGID:") == N_SENT
+    assert "[4/4]" in err  # progress over the queues
+
+    consumed = json.loads(await ok("consumeMessage", "-n", ns, "-t", TOPIC, "-c", "3", "--json"))
+    assert len(consumed) == 3
+
+
+async def test_missing_topic_is_one_line(servers: tuple[str, str]) -> None:
+    ns, _ = servers
+    rc, out, err = await mqadmin("topicStatus", "-n", ns, "-t", "NoSuchTopic")
+    assert rc == 1 and out == ""
+    assert err == f"mqadmin topicStatus: topic 'NoSuchTopic' not found on nameserver {ns}\n"
+    rc, _, err = await mqadmin("clusterList", "-n", "127.0.0.1:1")
+    assert rc == 1 and err.count("\n") == 1 and "Traceback" not in err
+    rc, _, err = await mqadmin("resetOffsetByTime", "-n", ns, "-g", "G", "-t", TOPIC, "-s", "x")
+    assert rc == 2 and "yyyy-MM-dd#HH:mm:ss:SSS" in err
+
+
+async def test_cluster_broker_and_config(servers: tuple[str, str]) -> None:
+    ns, broker = servers
+    cluster = json.loads(await ok("clusterList", "-n", ns, "--json"))
+    assert [(b["cluster"], b["brokerName"], b["brokerId"], b["addr"]) for b in cluster["brokers"]] == [
+        ("DefaultCluster", "broker-a", 0, broker)]
+    text = await ok("clusterList", "-n", ns)
+    assert "#InTPS(LOAD)" in text and broker in text
+
+    status = json.loads(await ok("brokerStatus", "-n", ns, "-b", broker, "--json"))[broker]
+    captured = loads(body_bytes(1013))["table"]
+    wanted = {k for k in captured if not k.startswith(("scheduleMessageOffset_",
+                                                       "commitLogDiskRatio_"))}
+    assert wanted <= set(status), sorted(wanted - set(status))
+    assert status["brokerVersionDesc"] == "V4_9_8"
+    assert len(status["putTps"].split(" ")) == 3
+
+    conf = json.loads(await ok("getBrokerConfig", "-n", ns, "-b", broker, "--json"))[broker]
+    assert conf["config"]["brokerName"] == "broker-a"
+    assert set(json.loads(conf["version"])) == {"counter", "timestamp"}
+    await ok("updateBrokerConfig", "-n", ns, "-b", broker, "-k", "defaultTopicQueueNums",
+             "-v", "5")
+    conf2 = json.loads(await ok("getBrokerConfig", "-n", ns, "-c", "DefaultCluster",
+                                "--json"))[broker]
+    assert conf2["config"]["defaultTopicQueueNums"] == "5"
+    assert json.loads(conf2["version"])["counter"] == json.loads(conf["version"])["counter"] + 1
+
+    namesrv_conf = json.loads(await ok("getNamesrvConfig", "-n", ns, "--json"))
+    assert ns in namesrv_conf and namesrv_conf[ns]
+
+
+async def test_kv_and_subscription_groups(servers: tuple[str, str]) -> None:
+    ns, broker = servers
+    await ok("updateKvConfig", "-n", ns, "-s", "ADMIN_NS", "-k", "k1", "-v", "v1")
+    got = json.loads(await ok("getKvConfig", "-n", ns, "-s", "ADMIN_NS", "-k", "k1", "--json"))
+    assert got["table"] == {"k1": "v1"}
+    await ok("deleteKvConfig", "-n", ns, "-s", "ADMIN_NS", "-k", "k1")
+    rc, _, err = await mqadmin("getKvConfig", "-n", ns, "-s", "ADMIN_NS", "-k", "k1")
+    assert rc == 1 and "not found" in err
+
+    await ok("updateSubGroup", "-n", ns, "-b", broker, "-g", "SubG", "-r", "3")
+    response = await raw(broker, RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG)
+    table = SubscriptionGroupWrapper.decode(response.body or b"").subscription_group_table
+    assert table["SubG"].retry_max_times == 3
+    assert table["SubG"].consume_broadcast_enable is False  # mqadmin's default (frame 1093)
+    await ok("deleteSubGroup", "-n", ns, "-c", "DefaultCluster", "-g", "SubG")
+    response = await raw(broker, RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG)
+    assert "SubG" not in SubscriptionGroupWrapper.decode(response.body or b"").subscription_group_table
+
+
+async def test_broker_answers_match_captured_shapes(servers: tuple[str, str]) -> None:
+    ns, broker = servers
+    await ok("updateTopic", "-n", ns, "-b", broker, "-t", "ShapeTopic", "-r", "4", "-w", "4")
+    stats = await raw(broker, RequestCode.GET_TOPIC_STATS_INFO,
+                      GetTopicStatsInfoRequestHeader(topic="ShapeTopic").to_ext_fields())
+    ours, theirs = loads(stats.body or b""), loads(body_bytes(1077))
+    assert set(ours) == set(theirs) == {"offsetTable"}
+    assert len(ours["offsetTable"]) == 4
+    assert {tuple(v) for v in ours["offsetTable"].values()} == {
+        tuple(v) for v in theirs["offsetTable"].values()}
+    assert stats.ext_fields in (None, {}) and stats.remark is None
+    assert len(TopicStatsTable.decode(stats.body or b"").offset_table) == 4
+
+    cs = await raw(broker, RequestCode.GET_CONSUME_STATS,
+                   GetConsumeStatsRequestHeader(consumer_group=GROUP).to_ext_fields())
+    ours, theirs = loads(cs.body or b""), loads(body_bytes(1021))
+    assert list(ours) == list(theirs) == ["consumeTps", "offsetTable"]
+    assert {tuple(v) for v in ours["offsetTable"].values()} == {
+        tuple(v) for v in theirs["offsetTable"].values()}
+    assert (cs.body or b"").startswith(b'{"consumeTps":0.0,')
+    ConsumeStats.decode(cs.body or b"")
+
+    runtime = await raw(broker, RequestCode.GET_BROKER_RUNTIME_INFO)
+    assert all(isinstance(v, str) for v in KVTable.decode(runtime.body or b"").table.values())
+
+    conf = await raw(broker, RequestCode.GET_BROKER_CONFIG)
+    captured = frame(1089)["header"]["extFields"]
+    assert set(conf.ext_fields or {}) == set(captured) == {"version"}
+    assert list(json.loads(conf.ext_fields["version"])) == list(json.loads(captured["version"]))
+
+    missing = await raw(broker, RequestCode.GET_CONSUMER_CONNECTION_LIST,
+                        {"consumerGroup": "NobodyHere"})
+    assert (missing.code, missing.remark, missing.body) == (
+        ResponseCode.CONSUMER_NOT_ONLINE, "the consumer group[NobodyHere] not online", None)
+    assert frame(1035)["header"]["remark"] == "the consumer group[VecPropsConsumerBin] not online"
+
+
+async def test_consumer_connection_status_and_reset(servers: tuple[str, str]) -> None:
+    ns, broker = servers
+    group, topic = "LiveGroup", "LiveTopic"
+    await ok("updateTopic", "-n", ns, "-b", broker, "-t", topic, "-r", "2", "-w", "2")
+    async with MQAdmin(ns) as admin:
+        for i in range(4):
+            await admin.send_message(topic, f"m{i}".encode(), broker_name="broker-a",
+                                     queue_id=i % 2)
+        for qid in (0, 1):
+            await admin.api.update_consumer_offset(broker, UpdateConsumerOffsetRequestHeader(
+                consumer_group=group, topic=topic, queue_id=qid, commit_offset=2), oneway=False)
+
+    async with FakeConsumer(broker, group, topic) as consumer:
+        conn = json.loads(await ok("consumerConnection", "-n", ns, "-g", group, "--json"))
+        assert [c["clientId"] for c in conn["connectionSet"]] == [consumer.client_id]
+        assert conn["messageModel"] == "CLUSTERING" and topic in conn["subscriptionTable"]
+        text = await ok("consumerConnection", "-n", ns, "-g", group)
+        assert consumer.client_id in text and "ConsumeType: CONSUME_PASSIVELY" in text
+
+        status = json.loads(await ok("consumerStatus", "-n", ns, "-g", group, "-i",
+                                     consumer.client_id, "--json"))
+        info = status[consumer.client_id]
+        assert info["properties"] == {"PROP_CONSUME_TYPE": "CONSUME_PASSIVELY"}
+        # REMOTING.md 3.5: the forwarded request carries the admin request's extFields verbatim.
+        fwd = consumer.forwarded[-1]
+        assert fwd.code == RequestCode.GET_CONSUMER_RUNNING_INFO
+        assert fwd.ext_fields == {"consumerGroup": group, "clientId": consumer.client_id,
+                                  "jstackEnable": "false"}
+
+        rc, _, err = await mqadmin("consumerStatus", "-n", ns, "-g", group, "-i", "nobody")
+        assert rc == 1 and "not online" in err
+
+        reset = json.loads(await ok("resetOffsetByTime", "-n", ns, "-g", group, "-t", topic,
+                                    "-s", "0", "--json"))
+        assert sorted((o["queueId"], o["offset"]) for o in reset["offsets"]) == [(0, 0), (1, 0)]
+        await asyncio.wait_for(consumer.reset.wait(), 10)
+        pushed = ResetOffsetBody.decode(consumer.reset_body).offset_table
+        assert {mq.queue_id: off for mq, off in pushed.items()} == {0: 0, 1: 0}
+
+    rc, _, err = await mqadmin("resetOffsetByTime", "-n", ns, "-g", group, "-t", topic, "-s",
+                               "now")
+    assert rc == 1 and "CONSUMER_NOT_ONLINE" in err
+
+
+async def test_delete_topic(servers: tuple[str, str]) -> None:
+    ns, _ = servers
+    await ok("updateTopic", "-n", ns, "-c", "DefaultCluster", "-t", "DoomedTopic")
+    out = await ok("deleteTopic", "-n", ns, "-c", "DefaultCluster", "-t", "DoomedTopic")
+    assert "delete topic [DoomedTopic] from NameServer success." in out
+    assert "DoomedTopic" not in (await ok("topicList", "-n", ns)).split()
