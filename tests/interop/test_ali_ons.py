@@ -237,7 +237,8 @@ async def test_two_consumers_in_one_group_split_the_queues(
             return bool(a and b and not a & b and a | b == set(range(QUEUES)))
 
         await wait_until("c1 and c2 to split the queues", split, first, second, timeout=WAIT)
-        allocation = {"c1": owned_queues(first, topic), "c2": owned_queues(second, topic)}
+        allocation = {"c1": owned_queues(first, topic) or set(),
+                      "c2": owned_queues(second, topic) or set()}
         # AllocateMessageQueueAveragely over sorted ids 127.0.0.1@c1 < 127.0.0.1@c2.
         assert allocation == {"c1": {0, 1}, "c2": {2, 3}}, allocation
         rebalances_before = len(first.of("rebalance")) + len(second.of("rebalance"))
@@ -294,7 +295,7 @@ async def test_failed_consumption_is_redelivered_with_reconsume_times_1(
         await wait_until("the consumer to own all queues",
                          lambda: owned_queues(consumer, topic) == set(range(QUEUES)),
                          consumer, timeout=WAIT)
-        specs = [
+        specs: list[dict[str, Any]] = [
             {"tags": "TagA", "keys": ["plain-1"], "body": "plain one"},
             {"tags": "TagA", "keys": ["retry-me", "r"], "body": "fails once by ACTION_RETRY"},
             {"tags": "TagB", "keys": ["throw-me"], "body": "fails once by throwing"},
@@ -411,11 +412,11 @@ SEND_RESPONSE_FIELDS = ("msgId", "queueId", "queueOffset",
 LEGACY_BROKER_ADDRS = re.compile(rb'"brokerAddrs":\{0:"')
 
 
-def strict_json(raw: bytes) -> Any:
+def strict_json(raw: bytes | bytearray | memoryview) -> Any:
     """Parse like JavaScript's ``JSON.parse`` (no NaN/Infinity, UTF-8 only)."""
     def refuse(token: str) -> Any:
         raise ValueError(f"non-standard JSON constant {token}")
-    return json.loads(raw.decode("utf-8"), parse_constant=refuse)
+    return json.loads(bytes(raw).decode("utf-8"), parse_constant=refuse)
 
 
 async def test_wire_conversation_has_the_shapes_ali_ons_relies_on(
@@ -434,7 +435,7 @@ async def test_wire_conversation_has_the_shapes_ali_ons_relies_on(
         await wait_until("the consumer to own all queues",
                          lambda: owned_queues(consumer, topic) == set(range(QUEUES)),
                          consumer, timeout=WAIT)
-        specs = [
+        specs: list[dict[str, Any]] = [
             {"tags": "TagA", "keys": ["w-1"], "body": "small"},
             {"tags": "TagB", "keys": ["w-2"], "body": "compressed by ali-ons " + "x" * 5000},
             {"tags": "TagA", "keys": ["retry-me"], "body": "retried"},

@@ -142,7 +142,7 @@ class WireTap:
         elif (direction == TO_CLIENT and command.flag & 1 and command.opaque in route_requests
               and self.rewrite_routes and command.body):
             route_requests.discard(command.opaque)
-            body = command.body
+            body = bytes(command.body)
             for real, tapped in self.rewrite_routes.items():
                 body = body.replace(real.encode(), tapped.encode())
             return _LEN.pack(4 + hlen + len(body)) + frame[4: 8 + hlen] + body
