@@ -21,6 +21,11 @@ Contract (upstream ``NettyRemotingAbstract`` + ``ResponseFuture``; REMOTING.md 1
 * ``close()`` / ``abort()`` are idempotent: every pending request fails with
   ``ConnectionClosedError`` naming the peer (cause chained), permits are released, handler
   tasks are cancelled (``wait_closed()`` awaits them) and ``on_close(channel, exc)`` runs once.
+* Observing (optional, servers' metrics and slow-request log): an ``observer`` sees each
+  dispatched request start (``request_started`` returns its start mark) and finish once
+  (``request_finished`` with the response just queued, or ``None`` when nothing was
+  written: oneway, or kept for a later ``send_response``), and each ``send_response``
+  (``late_response``). Without one, dispatch pays a single ``is None`` test.
 """
 
 # ASYNC109: ``timeout`` is the request's budget, handed to one per-request timer inside the
@@ -34,7 +39,7 @@ import collections
 import os
 import socket
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, TypeAlias, cast
+from typing import Any, Protocol, TypeAlias, cast
 
 import structlog
 
@@ -55,6 +60,7 @@ __all__ = [
     "Handler",
     "InvokeCallback",
     "Permits",
+    "RequestObserver",
     "ResponseFuture",
     "CLIENT_ASYNC_PERMITS",
     "CLIENT_ONEWAY_PERMITS",
@@ -91,6 +97,17 @@ Handler: TypeAlias = Callable[
 OpenCallback: TypeAlias = Callable[["Channel"], None]
 CloseCallback: TypeAlias = Callable[["Channel", "BaseException | None"], None]
 InvokeCallback: TypeAlias = Callable[["ResponseFuture"], None]
+
+
+class RequestObserver(Protocol):
+    """Watches the requests a channel dispatches (see the module docstring, "Observing")."""
+
+    def request_started(self, channel: Channel, request: RemotingCommand) -> float: ...
+
+    def request_finished(self, channel: Channel, request: RemotingCommand,
+                         response: RemotingCommand | None, started: float) -> None: ...
+
+    def late_response(self, channel: Channel, response: RemotingCommand) -> None: ...
 
 
 class Permits:
@@ -270,6 +287,7 @@ class Channel(asyncio.Protocol):
         scan_interval: how often timed-out async requests and idleness are checked.
         read_backpressure: stop reading while the peer does not drain our writes (servers:
             a client that pipelines requests without reading answers cannot grow our buffers).
+        observer: optional ``RequestObserver`` (metrics, slow-request log).
     """
 
     __slots__ = (
@@ -301,6 +319,7 @@ class Channel(asyncio.Protocol):
         "_closing",
         "_close_exc",
         "_lost",
+        "_observer",
     )
 
     def __init__(
@@ -318,6 +337,7 @@ class Channel(asyncio.Protocol):
         read_backpressure: bool = False,
         write_high_water: int = DEFAULT_WRITE_HIGH_WATER,
         write_low_water: int = DEFAULT_WRITE_LOW_WATER,
+        observer: RequestObserver | None = None,
     ) -> None:
         self._processors: Mapping[int, Handler] = processors if processors is not None else {}
         self.default_handler = default_handler
@@ -352,6 +372,7 @@ class Channel(asyncio.Protocol):
         self._closing = False
         self._close_exc: BaseException | None = None
         self._lost: asyncio.Future[None] | None = None
+        self._observer = observer
 
     # -- construction ---------------------------------------------------------------------
 
@@ -486,51 +507,55 @@ class Channel(asyncio.Protocol):
             fut.set_result(cmd)
 
     def _on_request(self, request: RemotingCommand) -> None:
+        observer = self._observer
+        started = 0.0 if observer is None else observer.request_started(self, request)
         handler = self._processors.get(request.code) or self.default_handler
         if handler is None:
             log.error("remoting.request_code_not_supported", peer=self.remote_addr,
                       code=request.code, opaque=request.opaque)
-            if not request.flag & _ONEWAY:
-                self._write_response(request.create_response(
-                    _NOT_SUPPORTED, f" request type {request.code} not supported"))
+            self._reply(request, request.create_response(
+                _NOT_SUPPORTED, f" request type {request.code} not supported"), started)
             return
         try:
             result = handler(self, request)
         except Exception as exc:
-            self._handler_failed(request, exc)
+            self._handler_failed(request, exc, started)
             return
-        if result is None:
+        if result is None or isinstance(result, RemotingCommand):
+            self._reply(request, result, started)
             return
-        if isinstance(result, RemotingCommand):
-            self._reply(request, result)
-            return
-        task = self._loop.create_task(self._handler_routine(request, result))  # type: ignore[union-attr]
+        task = self._loop.create_task(self._handler_routine(request, result, started))  # type: ignore[union-attr]
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
     async def _handler_routine(
-        self, request: RemotingCommand, result: Awaitable[RemotingCommand | None]
+        self, request: RemotingCommand, result: Awaitable[RemotingCommand | None],
+        started: float,
     ) -> None:
         try:
             response = await result
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            self._handler_failed(request, exc)
+            self._handler_failed(request, exc, started)
             return
-        if response is not None:
-            self._reply(request, response)
+        self._reply(request, response, started)
 
-    def _reply(self, request: RemotingCommand, response: RemotingCommand) -> None:
-        if request.flag & _ONEWAY:
-            return
-        # As upstream's RemotingResponseCallback: the request's opaque and serialize type.
-        response.opaque = request.opaque
-        response.flag |= _RESPONSE
-        response.serialize_type = request.serialize_type
-        self._write_response(response)
+    def _reply(self, request: RemotingCommand, response: RemotingCommand | None,
+               started: float) -> None:
+        if response is not None and not request.flag & _ONEWAY:
+            # As upstream's RemotingResponseCallback: the request's opaque and serialize type.
+            response.opaque = request.opaque
+            response.flag |= _RESPONSE
+            response.serialize_type = request.serialize_type
+            self._write_response(response)
+        else:
+            response = None
+        observer = self._observer
+        if observer is not None:
+            observer.request_finished(self, request, response, started)
 
-    def _handler_failed(self, request: RemotingCommand, exc: Exception) -> None:
+    def _handler_failed(self, request: RemotingCommand, exc: Exception, started: float) -> None:
         if isinstance(exc, HeaderError):
             remark = str(exc)
             log.warning("remoting.bad_request_header", peer=self.remote_addr, code=request.code,
@@ -539,8 +564,7 @@ class Channel(asyncio.Protocol):
             remark = _simple_desc(exc)
             log.error("remoting.handler_failed", peer=self.remote_addr, code=request.code,
                       opaque=request.opaque, exc_info=exc)
-        if not request.flag & _ONEWAY:
-            self._write_response(request.create_response(_SYSTEM_ERROR, remark))
+        self._reply(request, request.create_response(_SYSTEM_ERROR, remark), started)
 
     def _on_protocol_error(self, exc: ProtocolError) -> None:
         log.warning("remoting.protocol_error", peer=self.remote_addr, reason=str(exc))
@@ -559,6 +583,9 @@ class Channel(asyncio.Protocol):
             return False
         response.flag |= _RESPONSE
         self._write_response(response)
+        observer = self._observer
+        if observer is not None:
+            observer.late_response(self, response)
         return True
 
     def _write_response(self, response: RemotingCommand) -> None:
