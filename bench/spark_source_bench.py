@@ -1,0 +1,153 @@
+"""Rows/s of the rocketmq Spark source into a no-op sink, beside a trivial in-memory
+Python data source producing the same rows (the ceiling of the Python Data Source API).
+
+Starts a nameserver and a broker on 127.0.0.1 (or uses ``--name-server``), produces
+``--messages`` bodies of ``--body-size`` bytes with the client's Producer (batch sends),
+then times ``spark.read.format(...).load().write.format("noop")`` for both sources on a
+``local[2]`` session. Prints one line per source.
+
+Run: ``python -m bench.spark_source_bench --messages 1000000``
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+
+def _produce(name_server: str, topic: str, n: int, size: int, batch: int) -> float:
+    from client.producer import Producer
+    from protocol.message import Message
+
+    async def run() -> None:
+        producer = Producer("bench-spark-producer", name_server)
+        await producer.start()
+        try:
+            sent = 0
+            pad = b"x" * size
+            while sent < n:
+                k = min(batch, n - sent)
+                msgs = [Message(topic, (b"%012d" % (sent + i)) + pad[12:]) for i in range(k)]
+                await producer.send(msgs)
+                sent += k
+        finally:
+            await producer.shutdown()
+
+    t0 = time.perf_counter()
+    asyncio.run(run())
+    return time.perf_counter() - t0
+
+
+def _memory_source(n: int, size: int, partitions: int) -> Any:
+    import pyarrow as pa
+    from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+
+    from spark_sink.rows import arrow_schema, source_schema
+
+    class Part(InputPartition):
+        def __init__(self, start: int, end: int) -> None:
+            self.start, self.end = start, end
+
+    class Reader(DataSourceReader):
+        def partitions(self) -> list[InputPartition]:
+            step = -(-n // partitions)
+            return [Part(i, min(i + step, n)) for i in range(0, n, step)]
+
+        def read(self, partition: Any) -> Iterator[pa.RecordBatch]:
+            schema = arrow_schema(False)
+            body = b"x" * size
+            for s in range(partition.start, partition.end, 4096):
+                e = min(s + 4096, partition.end)
+                k = e - s
+                cols = [["T"] * k, ["broker-a"] * k, [0] * k, list(range(s, e)),
+                        ["ID"] * k, [None] * k, [None] * k, [body] * k, [0] * k, [0] * k,
+                        ["127.0.0.1:1"] * k, [0] * k]
+                yield pa.RecordBatch.from_arrays(
+                    [pa.array(c, type=f.type) for c, f in zip(cols, schema, strict=True)],
+                    schema=schema)
+
+    class Memory(DataSource):
+        @classmethod
+        def name(cls) -> str:
+            return "bench_memory"
+
+        def schema(self) -> str:
+            return source_schema(False)
+
+        def reader(self, schema: Any) -> DataSourceReader:
+            return Reader()
+
+    return Memory
+
+
+def _time_noop(df: Any) -> float:
+    t0 = time.perf_counter()
+    df.write.format("noop").mode("overwrite").save()
+    return time.perf_counter() - t0
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="spark_source_bench")
+    p.add_argument("--messages", type=int, default=1_000_000)
+    p.add_argument("--body-size", type=int, default=128)
+    p.add_argument("--name-server", default=None, help="use running servers instead")
+    p.add_argument("--topic", default="SparkBench")
+    p.add_argument("--pull-batch-size", default="32")
+    p.add_argument("--skip-produce", action="store_true")
+    args = p.parse_args(argv)
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+
+    procs = []
+    name_server = args.name_server
+    if name_server is None:
+        from tests.procs import broker_process, namesrv_process
+
+        tmp = Path(tempfile.mkdtemp(prefix="spark-bench-"))
+        ns = namesrv_process(tmp).start()
+        procs.append(ns)
+        broker = broker_process(tmp, ns.address, conf={
+            "mappedFileSizeCommitLog": str(256 * 1024 * 1024),
+            "mappedFileSizeConsumeQueue": str(20 * 300_000)})
+        procs.append(broker.start())
+        name_server = ns.address
+    try:
+        if not args.skip_produce:
+            secs = _produce(name_server, args.topic, args.messages, args.body_size, 128)
+            print(f"produced {args.messages} x {args.body_size} B in {secs:.1f} s "
+                  f"({args.messages / secs:,.0f} msg/s)")
+
+        from pyspark.sql import SparkSession
+
+        from spark_sink import register
+
+        spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
+                 .getOrCreate())
+        spark.sparkContext.setLogLevel("ERROR")
+        register(spark)
+        spark.dataSource.register(_memory_source(args.messages, args.body_size, 4))
+        rmq = (spark.read.format("rocketmq").option("nameServer", name_server)
+               .option("topic", args.topic).option("pullBatchSize", args.pull_batch_size)
+               .option("minPartitions", "4").load())
+        count = rmq.count()
+        secs = _time_noop(rmq)
+        print(f"rocketmq source : {count:>9} rows in {secs:6.1f} s = {count / secs:>10,.0f} rows/s")
+        mem = spark.read.format("bench_memory").load()
+        secs = _time_noop(mem)
+        print(f"memory source   : {args.messages:>9} rows in {secs:6.1f} s = "
+              f"{args.messages / secs:>10,.0f} rows/s")
+        spark.stop()
+    finally:
+        for proc in reversed(procs):
+            proc.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
