@@ -10,6 +10,9 @@ The processor table may be extended after construction (``register``), since the
 wires its processors after creating the server; channels read the table live.
 ``start()`` binds (port 0 picks a free port, read back from ``port``); ``stop()`` stops
 accepting, closes every channel and waits for their handler tasks.
+
+``request_observer`` (optional) is handed to every connection: it counts and times the
+requests (server/metrics/remoting.py); without one, channels pay nothing for it.
 """
 
 # ASYNC109: ``timeout`` parameters are request budgets handed to the Channel's timers.
@@ -31,6 +34,7 @@ from protocol.channel import (
     Channel,
     Handler,
     Permits,
+    RequestObserver,
 )
 from protocol.command import RemotingCommand
 from protocol.errors import MQClientError
@@ -62,6 +66,7 @@ class RemotingServer:
         max_frame_length: int = DEFAULT_MAX_FRAME_LENGTH,
         scan_interval: float = SCAN_INTERVAL,
         backlog: int = 1024,
+        request_observer: RequestObserver | None = None,
     ) -> None:
         self._processors: dict[int, Handler] = dict(processors or {})
         self._default_handler = default_handler
@@ -75,6 +80,7 @@ class RemotingServer:
         self._max_frame_length = max_frame_length
         self._scan_interval = scan_interval
         self._backlog = backlog
+        self.request_observer = request_observer
         self._server: asyncio.Server | None = None
         self._channels: set[Channel] = set()
         self._stopped = False
@@ -175,6 +181,7 @@ class RemotingServer:
             scan_interval=self._scan_interval,
             max_frame_length=self._max_frame_length,
             read_backpressure=True,
+            observer=self.request_observer,
         )
 
     def _channel_opened(self, channel: Channel) -> None:
