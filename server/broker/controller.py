@@ -38,14 +38,27 @@ from .config import BrokerConfig
 from .consumer_offset import ConsumerOffsetManager
 from .long_polling import PullRequestHoldService
 from .namesrv_api import BrokerOuterAPI
+from .processors import admin_broker, admin_group
 from .processors.admin import AdminBrokerProcessor
 from .processors.client_manage import ClientManageProcessor
 from .processors.consumer_manage import ConsumerManageProcessor
+from .processors.end_transaction import EndTransactionProcessor
+from .processors.lock import LockProcessor
 from .processors.pull import PullMessageProcessor
 from .processors.query import QueryProcessor
+from .processors.reply import ReplyMessageProcessor
 from .processors.send import SendMessageProcessor
+from .processors.send_back import RetryDlqSendHook, SendBackProcessor
+from .rebalance_lock import RebalanceLockManager
+from .schedule import ScheduleMessageService
+from .stats import BrokerStatsManager
 from .subscription_group import SubscriptionGroupManager
 from .topic_config import TopicConfigManager
+from .transaction import (
+    TransactionalMessageCheckService,
+    TransactionalMessageService,
+    TransactionPrepareHook,
+)
 
 __all__ = ["BrokerController"]
 
@@ -68,6 +81,8 @@ class BrokerController:
         self.producers = ProducerManager()
         self.consumers = ConsumerManager(notify_enable=config.notify_consumer_ids_changed_enable)
         self.housekeeping = ClientHousekeeping(self.producers, self.consumers)
+        self.rebalance_locks = RebalanceLockManager()
+        self.stats = BrokerStatsManager(config.broker_cluster_name)
         self.server = RemotingServer(host=host, port=config.listen_port,
                                      default_handler=self._not_ready,
                                      on_channel_close=self._on_channel_close)
@@ -78,6 +93,9 @@ class BrokerController:
         self.send_processor: SendMessageProcessor | None = None
         self.pull_processor: PullMessageProcessor | None = None
         self.admin_processor: AdminBrokerProcessor | None = None
+        self.schedule: ScheduleMessageService | None = None
+        self.transactions: TransactionalMessageService | None = None
+        self.transaction_check: TransactionalMessageCheckService | None = None
         self._offset_task: asyncio.Task[None] | None = None
         self._state = "new"
 
@@ -108,20 +126,34 @@ class BrokerController:
             short_polling_time_ms=c.short_polling_time_ms,
             max_per_queue=c.max_suspended_pulls_per_queue,
             max_total=c.max_suspended_pulls)
-        if c.long_polling_enable:
-            self.store.set_message_arriving_listener(self._on_message_arriving)
+        self.store.set_message_arriving_listener(self._on_message_arriving)
+        self.schedule = ScheduleMessageService(self.store, self.store_config.store_path_root_dir)
+        if not self.schedule.load():
+            raise RuntimeError(f"cannot load {self.schedule.path} nor its .bak")
+        self.transactions = TransactionalMessageService(self)
+        self.transaction_check = TransactionalMessageCheckService(self, self.transactions)
         self.send_processor = SendMessageProcessor(self)
+        # handleRetryAndDLQ runs before the transactional prepare, as upstream.
+        self.send_processor.hooks += [RetryDlqSendHook(self), TransactionPrepareHook()]
         self.admin_processor = AdminBrokerProcessor(self)
         for processor in (self.send_processor, self.pull_processor,
                           QueryProcessor(self), ClientManageProcessor(self),
-                          ConsumerManageProcessor(self), self.admin_processor):
+                          ConsumerManageProcessor(self), self.admin_processor,
+                          SendBackProcessor(self), LockProcessor(self),
+                          EndTransactionProcessor(self, self.transactions),
+                          ReplyMessageProcessor(self), self.schedule):
             for code, handler in processor.handlers().items():
+                self.server.register(code, handler)
+        for table in (admin_broker.handlers(self), admin_group.handlers(self)):
+            for code, handler in table.items():
                 self.server.register(code, handler)
         self.server.register_default(self.admin_processor.unknown)
         for manager in (self.topics, self.subscription_groups, self.offsets):
             manager.start()
         self.housekeeping.start()
         self.pull_hold.start()
+        self.schedule.start()
+        self.transaction_check.start()
         await self.namesrv.register_broker_all()
         self.namesrv.start()
         self._offset_task = asyncio.get_running_loop().create_task(
@@ -136,7 +168,10 @@ class BrokerController:
 
     def _on_message_arriving(self, topic: str, queue_id: int, max_offset: int, tags_code: int,
                              store_timestamp: int, properties: dict[str, str]) -> None:
-        self.pull_hold.notify_message_arriving(topic, queue_id, max_offset, tags_code)
+        if self.config.long_polling_enable:
+            self.pull_hold.notify_message_arriving(topic, queue_id, max_offset, tags_code)
+        if self.schedule is not None:
+            self.schedule.notify_message_arriving(topic, queue_id)
 
     def _on_channel_close(self, channel: Channel, exc: BaseException | None) -> None:
         self.producers.on_channel_close(channel)
@@ -173,6 +208,15 @@ class BrokerController:
         await self.housekeeping.stop()
         await self.server.stop()
         await self.consumers.stop()
+        # Before the offsets are written: the check pass moves CID_RMQ_SYS_TRANS offsets.
+        if self.transaction_check is not None:
+            await self.transaction_check.stop()
+        if self.schedule is not None:
+            try:
+                await self.schedule.stop()
+            except OSError as exc:
+                log.error("broker.config_persist_failed", path=str(self.schedule.path),
+                          error=str(exc))
         for manager in (self.offsets, self.topics, self.subscription_groups):
             try:
                 await manager.stop()

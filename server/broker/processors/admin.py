@@ -83,5 +83,6 @@ class AdminBrokerProcessor:
             return refused
         topics = self._b.topics
         topics.delete_topic_config(h.topic)
+        self._b.stats.on_topic_deleted(h.topic)
         self._b.store.clean_unused_topic(set(topics.topic_config_table))
         return request.create_response(ResponseCode.SUCCESS)

@@ -184,6 +184,8 @@ class PullMessageProcessor:
             response = fail(ResponseCode.SYSTEM_ERROR, "store getMessage return null")
         else:
             status = result.status.name
+            b.stats.on_get(h.consumer_group, h.topic, result.message_count,
+                           result.buffer_total_size, status == "FOUND")
             code = _STATUS_CODES.get(status, ResponseCode.SYSTEM_ERROR)
             if code is None:
                 code = (ResponseCode.PULL_OFFSET_MOVED if h.queue_offset != 0

@@ -20,8 +20,9 @@ Contract (REMOTING.md 4.1, 5.1, 5.5, 6.7):
   the ``SendContext`` and may rewrite ``ctx.inner`` (topic, queue, properties, sysflag;
   retry/DLQ redirection, transactional half messages, delay levels) or return a
   response to answer at once. ``put`` may be replaced the same way.
-* Delay levels: until a schedule hook is installed, a message with ``DELAY`` > 0 is
-  stored in its own topic and queue (delivered at once) and a warning is logged once.
+* Delay levels are the store's: it parks a message whose ``DELAY`` is positive in
+  ``SCHEDULE_TOPIC_XXXX`` (``CommitLog.apply_delay``) and ``server.broker.schedule``
+  delivers it when due (REMOTING.md 6.5).
 * Hot path: with an ASYNC_FLUSH store the handler is a plain function returning the
   response; when the store answers later (SYNC_FLUSH) the handler returns a coroutine.
 """
@@ -70,7 +71,6 @@ log = structlog.get_logger("aiorocketmq.broker.send")
 
 _WAIT = MessageConst.PROPERTY_WAIT_STORE_MSG_OK
 _CLUSTER = MessageConst.PROPERTY_CLUSTER
-_DELAY = MessageConst.PROPERTY_DELAY_TIME_LEVEL
 _TRAN_MSG = MessageConst.PROPERTY_TRANSACTION_PREPARED
 _PS = MessageConst.PROPERTY_SEPARATOR
 _RETRY_PREFIX = MixAll.RETRY_GROUP_TOPIC_PREFIX
@@ -122,7 +122,6 @@ class SendMessageProcessor:
         self.put: Callable[[MessageExtBrokerInner], Any] = broker.store.put_message
         self.put_batch: Callable[[list[MessageExtBrokerInner]], Any] = broker.store.put_messages
         self._store_host = b""
-        self._delay_warned = False
 
     def handlers(self) -> dict[int, Handler]:
         return {
@@ -228,21 +227,8 @@ class SendMessageProcessor:
             early = hook(ctx)
             if early is not None:
                 return early
-        if ctx.inner is inner:
-            self._neutralize_delay(inner)
         result = self.put(ctx.inner)  # type: ignore[arg-type]  # single path: one inner
         return self._answer(ctx, result)
-
-    def _neutralize_delay(self, inner: MessageExtBrokerInner) -> None:
-        """No schedule service yet: keep a delayed message in its own topic (stored string unchanged)."""
-        level = inner.properties.get(_DELAY)
-        if level is None or level.strip() in ("", "0"):
-            return
-        del inner.properties[_DELAY]
-        if not self._delay_warned:
-            self._delay_warned = True
-            log.warning("broker.delay_level_not_implemented", topic=inner.topic, level=level,
-                        detail="messages with DELAY are delivered at once")
 
     def _send_batch(self, channel: Channel, request: RemotingCommand,
                     header: SendMessageRequestHeader, tc: TopicConfig, queue_id: int,
@@ -302,6 +288,7 @@ class SendMessageProcessor:
         status = result.status
         code = _STORED.get(status)
         if code is None or result.append_result is None:
+            self._b.stats.on_put_failed()
             if status in (PutMessageStatus.MESSAGE_ILLEGAL, PutMessageStatus.PROPERTIES_SIZE_EXCEEDED):
                 max_size = self._b.store_config.max_message_size
                 return _fail_response(
@@ -317,6 +304,7 @@ class SendMessageProcessor:
             return _fail_response(response, ResponseCode.SYSTEM_ERROR,
                                   _FAILED_REMARKS.get(status, "UNKNOWN_ERROR DEFAULT"))
         append = result.append_result
+        self._b.stats.on_put(ctx.topic_config.topic_name, append.msg_num, append.wrote_bytes)
         response.code = code
         response.remark = None
         ext = response.ext_fields
