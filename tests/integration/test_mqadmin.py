@@ -7,9 +7,7 @@ The broker's admin answers are also compared with the captured 4.9.7 answers (ke
 and shapes, modulo addresses, timestamps and offsets). A consumer is simulated by a real
 client connection (HEART_BEAT, then answering the broker's forwarded requests).
 
-The servers start once for the module. The broker is launched through a small wrapper
-that registers the admin tables after ``BrokerController.start()``; once the controller
-wires them itself the second registration is a no-op replacement of the same handlers.
+The servers start once for the module (the stock ``mqbroker`` entry point).
 """
 
 from __future__ import annotations
@@ -51,21 +49,6 @@ from tests.vectors import body_bytes, frame
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
-_WIRING = """
-import sys
-from server.broker import controller as _c
-from server.broker.processors import admin_broker, admin_group
-_start = _c.BrokerController.start
-async def start(self):
-    await _start(self)
-    for table in (admin_broker.handlers(self), admin_group.handlers(self)):
-        for code, handler in table.items():
-            self.server.register(code, handler)
-_c.BrokerController.start = start
-from server.broker.main import main
-sys.exit(main())
-"""
-
 REPO = str(Path(__file__).resolve().parents[2])
 TOPIC = "AdminTopic"
 GROUP = "AdminGroup"
@@ -81,7 +64,6 @@ def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str
     try:
         started.append(ns.start())
         broker = broker_process(tmp, ns.address)
-        broker.argv[1:3] = ["-c", _WIRING]
         started.append(broker.start())
         yield ns.address, broker.address
     finally:
