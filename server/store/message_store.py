@@ -28,6 +28,9 @@ Writing (``put_message`` / ``put_messages``):
   covering it; after ``sync_flush_timeout_ms`` it returns FLUSH_DISK_TIMEOUT (the
   record is written and stays; ``result.is_ok`` is still true, as upstream).
 * Cancelling a put while it waits for the flush does not undo the append.
+* ``put_message_nowait`` / ``put_messages_nowait`` (the broker's send hot path) do the
+  same work but return the ``PutMessageResult`` itself when there is nothing to wait
+  for (ASYNC_FLUSH), and an awaitable of it otherwise (SYNC_FLUSH group commit).
 * After each record that has a consume-queue unit, the arriving listener is called
   (``set_message_arriving_listener``) before any flush wait.
 
@@ -58,7 +61,7 @@ import enum
 import fcntl
 import os
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -514,6 +517,22 @@ class MessageStore:
         docstring for the statuses). On success ``inner`` carries its store timestamp,
         queue offset, commit-log offset, offset msg id and tags code.
         """
+        result = self.put_message_nowait(inner)
+        if isinstance(result, PutMessageResult):
+            return result
+        return await result
+
+    def put_message_nowait(self, inner: MessageExtBrokerInner
+                           ) -> PutMessageResult | Awaitable[PutMessageResult]:
+        """``put_message`` without a coroutine when nothing has to be waited for.
+
+        The append and dispatch happen now, before this returns. The result is a
+        ``PutMessageResult`` when the answer is known at once (ASYNC_FLUSH, ``WAIT`` =
+        ``"false"``, or any failure); under SYNC_FLUSH it is an awaitable of the result
+        that completes when the group commit covering the record is done (the flush is
+        requested before this returns). The send hot path calls this to avoid a task
+        per message (upstream ``asyncPutMessage`` likewise completes its future inline).
+        """
         refused = self._check_store_status()
         if refused is not None:
             return PutMessageResult(refused)
@@ -529,7 +548,7 @@ class MessageStore:
         if result.status is not AppendMessageStatus.PUT_OK:
             return PutMessageResult(self._APPEND_STATUS[result.status], result)
         self._dispatch_inner(inner, result.wrote_bytes)
-        return await self._after_append(result, inner.properties)
+        return self._after_append(result, inner.properties)
 
     async def put_messages(self, inners: Sequence[MessageExtBrokerInner]) -> PutMessageResult:
         """Append the messages of one batch (same topic and queue) with consecutive queue offsets.
@@ -538,6 +557,14 @@ class MessageStore:
         broker). Statuses as ``put_message``; MESSAGE_ILLEGAL when the messages do not
         share one topic and queue or the batch exceeds ``max_message_size``.
         """
+        result = self.put_messages_nowait(inners)
+        if isinstance(result, PutMessageResult):
+            return result
+        return await result
+
+    def put_messages_nowait(self, inners: Sequence[MessageExtBrokerInner]
+                            ) -> PutMessageResult | Awaitable[PutMessageResult]:
+        """``put_messages`` answering at once when no flush wait is needed (see ``put_message_nowait``)."""
         refused = self._check_store_status()
         if refused is not None:
             return PutMessageResult(refused)
@@ -558,15 +585,20 @@ class MessageStore:
         for i, inner in enumerate(inners):
             nxt = inners[i + 1].commit_log_offset if i + 1 < len(inners) else end
             self._dispatch_inner(inner, nxt - inner.commit_log_offset)
-        return await self._after_append(result, first.properties)
+        return self._after_append(result, first.properties)
 
-    async def _after_append(self, result: AppendMessageResult, props: dict[str, str]) -> PutMessageResult:
+    def _after_append(self, result: AppendMessageResult, props: dict[str, str]
+                      ) -> PutMessageResult | Awaitable[PutMessageResult]:
         if self.config.is_sync_flush and props.get(_WAIT) != "false":
             assert self._flush is not None
-            ok = await self._flush.request_flush(result.wrote_offset + result.wrote_bytes)
-            if not ok:
-                log.warn("store.flush_disk_timeout", offset=result.wrote_offset)
-                return PutMessageResult(PutMessageStatus.FLUSH_DISK_TIMEOUT, result)
+            return self._await_flush(result, self._flush.request_flush(result.wrote_offset + result.wrote_bytes))
+        return PutMessageResult(PutMessageStatus.PUT_OK, result)
+
+    @staticmethod
+    async def _await_flush(result: AppendMessageResult, flushed: Awaitable[bool]) -> PutMessageResult:
+        if not await flushed:
+            log.warn("store.flush_disk_timeout", offset=result.wrote_offset)
+            return PutMessageResult(PutMessageStatus.FLUSH_DISK_TIMEOUT, result)
         return PutMessageResult(PutMessageStatus.PUT_OK, result)
 
     # ------------------------------------------------------------------ reading
