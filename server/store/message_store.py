@@ -33,6 +33,8 @@ Writing (``put_message`` / ``put_messages``):
   for (ASYNC_FLUSH), and an awaitable of it otherwise (SYNC_FLUSH group commit).
 * After each record that has a consume-queue unit, the arriving listener is called
   (``set_message_arriving_listener``) before any flush wait.
+* ``append_observer`` (optional, metrics): called with the seconds a successful put spent
+  reserving, appending and dispatching (the flush wait excluded).
 
 Reading: ``get_message`` implements REMOTING.md 6.2's store lookup table and limits;
 its ``GetMessageResult.message_buffers`` are memoryviews into the mapped commit log,
@@ -102,6 +104,7 @@ __all__ = [
 ]
 
 log = structlog.get_logger("aiorocketmq.store")
+_perf = time.perf_counter
 
 # cb(topic, queue_id, max_offset_after_put, tags_code, store_timestamp, properties)
 MessageArrivingListener = Callable[[str, int, int, int, int, dict[str, str]], None]
@@ -249,6 +252,7 @@ class MessageStore:
         self.abort_file = AbortFile(config.abort_path)
         self.dispatcher = Dispatcher(self.find_or_create_consume_queue, self.index)
         self._listener: MessageArrivingListener | None = None
+        self.append_observer: Callable[[float], None] | None = None
         self._executor: ThreadPoolExecutor | None = None
         self._flush: FlushService | None = None
         self._clean_task: asyncio.Task[None] | None = None
@@ -538,6 +542,8 @@ class MessageStore:
             return PutMessageResult(refused)
         if len(inner.topic.encode("utf-8")) > MAX_TOPIC_LENGTH:
             return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL)
+        observe = self.append_observer
+        started = _perf() if observe is not None else 0.0
         commit_log = self.commit_log
         commit_log.apply_delay(inner)
         try:
@@ -548,6 +554,8 @@ class MessageStore:
         if result.status is not AppendMessageStatus.PUT_OK:
             return PutMessageResult(self._APPEND_STATUS[result.status], result)
         self._dispatch_inner(inner, result.wrote_bytes)
+        if observe is not None:
+            observe(_perf() - started)
         return self._after_append(result, inner.properties)
 
     async def put_messages(self, inners: Sequence[MessageExtBrokerInner]) -> PutMessageResult:
@@ -574,6 +582,8 @@ class MessageStore:
         if (len(first.topic.encode("utf-8")) > MAX_TOPIC_LENGTH
                 or any(m.topic != first.topic or m.queue_id != first.queue_id for m in inners)):
             return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL)
+        observe = self.append_observer
+        started = _perf() if observe is not None else 0.0
         try:
             self._reserve(first, len(inners), sum(self._key_count(m.properties) for m in inners))
             result = self.commit_log.append_batch(inners)
@@ -585,6 +595,8 @@ class MessageStore:
         for i, inner in enumerate(inners):
             nxt = inners[i + 1].commit_log_offset if i + 1 < len(inners) else end
             self._dispatch_inner(inner, nxt - inner.commit_log_offset)
+        if observe is not None:
+            observe(_perf() - started)
         return self._after_append(result, first.properties)
 
     def _after_append(self, result: AppendMessageResult, props: dict[str, str]
