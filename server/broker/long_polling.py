@@ -18,6 +18,8 @@ Contract:
   compares each parked queue's max offset with the parked offsets, catching anything a
   notification did not cover.
 * ``drop_channel(channel)`` forgets the parked pulls of a closed connection.
+* ``wake_observer`` (optional, metrics): called for each woken pull with the seconds from
+  the notification to its answer being queued (expiries are not wake-ups).
 
 Bounds (not upstream, which is bounded only by memory): at most
 ``max_per_queue`` (``maxSuspendedPullsPerQueue``, default 1024) parked pulls per queue and
@@ -29,6 +31,7 @@ off (``pullTimeDelayMillsWhenException``) instead of re-pulling in a tight loop.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable
 
 import structlog
@@ -41,6 +44,8 @@ __all__ = ["PullRequest", "PullRequestHoldService", "CHECK_INTERVAL_MS"]
 log = structlog.get_logger("aiorocketmq.broker.long_polling")
 
 CHECK_INTERVAL_MS = 5000  # PullRequestHoldService.run: waitForRunning(5 * 1000)
+
+_perf = time.perf_counter
 
 WakeupCallback = Callable[[Channel, RemotingCommand], None]
 MaxOffsetLookup = Callable[[str, int], int]
@@ -98,6 +103,7 @@ class PullRequestHoldService:
         self._total = 0
         self._task: asyncio.Task[None] | None = None
         self._stopped = False
+        self.wake_observer: Callable[[float], None] | None = None
 
     @property
     def suspended_count(self) -> int:
@@ -163,6 +169,8 @@ class PullRequestHoldService:
         waiting = self._table.get(key)
         if not waiting:
             return
+        observe = self.wake_observer
+        started = _perf() if observe is not None else 0.0
         ready: list[PullRequest] = []
         keep: list[PullRequest] = []
         newest = max_offset
@@ -183,6 +191,8 @@ class PullRequestHoldService:
         self._total -= len(ready)
         for pull in ready:
             self._run(pull)
+            if observe is not None:
+                observe(_perf() - started)
 
     def check_hold_requests(self) -> None:
         """One checker pass (upstream ``checkHoldRequest``): re-run pulls behind the max offset."""
