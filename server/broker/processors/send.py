@@ -119,8 +119,8 @@ class SendMessageProcessor:
     def __init__(self, broker: BrokerController) -> None:
         self._b = broker
         self.hooks: list[SendHook] = []
-        self.put: Callable[[MessageExtBrokerInner], Any] = broker.store.put_message
-        self.put_batch: Callable[[list[MessageExtBrokerInner]], Any] = broker.store.put_messages
+        self.put: Callable[[MessageExtBrokerInner], Any] = broker.store.put_message_nowait
+        self.put_batch: Callable[[list[MessageExtBrokerInner]], Any] = broker.store.put_messages_nowait
         self._store_host = b""
 
     def handlers(self) -> dict[int, Handler]:
