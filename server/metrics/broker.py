@@ -1,0 +1,122 @@
+"""``BrokerMetrics``: the broker's Prometheus families (see service.py for the lifecycle).
+
+Families (all bounded by the registry's ``max_series``, overflow folded into ``other``):
+
+* ``rocketmq_messages_in_total{topic}``, ``rocketmq_bytes_in_total{topic}``: read at scrape
+  time from ``BrokerStatsManager`` (``TOPIC_PUT_NUMS`` / ``TOPIC_PUT_SIZE``, fed by the send
+  processor with upstream's msgNum and wroteBytes, i.e. stored record bytes), so a send is
+  counted once for the admin requests and the metrics alike.
+* ``rocketmq_messages_out_total{topic,group}``, ``rocketmq_bytes_out_total{topic,group}``:
+  ``GROUP_GET_NUMS`` / ``GROUP_GET_SIZE`` (messages and record bytes pulls returned).
+* ``rocketmq_pull_requests_held``: pulls parked by long polling right now.
+* ``rocketmq_longpoll_wake_seconds``: from a put's arrival notification (or the checker
+  pass that found the message) to the woken pull's answer being queued.
+* ``rocketmq_store_append_seconds``: a put's append and dispatch on the event loop (the
+  SYNC_FLUSH wait for the fsync is not included).
+* ``rocketmq_commitlog_bytes``: max physical offset minus min physical offset.
+* ``rocketmq_consumer_lag{group,topic,queue}``: per committed consumer offset, the queue's
+  max offset minus it (never negative), computed at scrape time.
+* ``rocketmq_connections{role}``: client connections, ``consumer`` if the channel belongs to
+  a consumer group, else ``producer`` if to a producer group, else ``other`` (tools, and
+  clients before their first heartbeat); each connection is counted once.
+* ``rocketmq_requests_total{code}``, ``rocketmq_responses_total{code}``: remoting.py.
+
+Upstream has no Prometheus endpoint in 4.9.x (its exporter is a separate project that
+polls the admin API); the names follow that exporter's ``rocketmq_`` prefix.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from ..broker.stats import GROUP_GET_NUMS, GROUP_GET_SIZE, TOPIC_PUT_NUMS, TOPIC_PUT_SIZE
+from .registry import Sample
+from .service import ServerMetrics
+
+if TYPE_CHECKING:
+    from ..broker.controller import BrokerController
+
+__all__ = ["BrokerMetrics"]
+
+
+class BrokerMetrics(ServerMetrics):
+    """The broker's families; ``attach(broker)`` once its store and long polling exist."""
+
+    def attach(self, broker: BrokerController) -> None:
+        """Register the families and hook the histograms into the store and long polling."""
+        registry = self.registry
+        if registry is None:
+            return
+        stats = broker.stats
+
+        def stats_items(name: str) -> Iterator[tuple[str, float]]:
+            # BrokerStatsManager keeps one StatsItem per key; its insertion order is stable,
+            # which keeps each key on its own series once folding starts.
+            for key, item in stats._sets[name].items():
+                yield key, item.value
+
+        def per_topic(name: str) -> Iterator[Sample]:
+            for topic, value in stats_items(name):
+                yield (topic,), value
+
+        def per_topic_group(name: str) -> Iterator[Sample]:
+            for key, value in stats_items(name):
+                topic, _, group = key.partition("@")
+                yield (topic, group), value
+
+        registry.counter_func(
+            "rocketmq_messages_in_total", "Messages stored by sends, by topic.", ("topic",),
+            lambda: per_topic(TOPIC_PUT_NUMS))
+        registry.counter_func(
+            "rocketmq_bytes_in_total", "Stored record bytes of sent messages, by topic.",
+            ("topic",), lambda: per_topic(TOPIC_PUT_SIZE))
+        registry.counter_func(
+            "rocketmq_messages_out_total", "Messages returned by pulls, by topic and group.",
+            ("topic", "group"), lambda: per_topic_group(GROUP_GET_NUMS))
+        registry.counter_func(
+            "rocketmq_bytes_out_total", "Record bytes returned by pulls, by topic and group.",
+            ("topic", "group"), lambda: per_topic_group(GROUP_GET_SIZE))
+        registry.gauge_func(
+            "rocketmq_pull_requests_held", "Pull requests parked by long polling.", (),
+            lambda: [((), broker.pull_hold.suspended_count)])
+        wake = registry.histogram(
+            "rocketmq_longpoll_wake_seconds",
+            "Time from a message's arrival to the answer of the parked pull it woke.")
+        append = registry.histogram(
+            "rocketmq_store_append_seconds",
+            "Time a put spends appending and dispatching (flush wait excluded).")
+        store = broker.store
+        registry.gauge_func(
+            "rocketmq_commitlog_bytes", "Commit log size: max physical offset minus min.", (),
+            lambda: [((), max(store.get_max_phy_offset() - store.get_min_phy_offset(), 0))])
+        registry.gauge_func(
+            "rocketmq_consumer_lag", "Messages behind the committed consumer offset.",
+            ("group", "topic", "queue"), lambda: _consumer_lag(broker))
+        registry.gauge_func(
+            "rocketmq_connections", "Client connections by role.", ("role",),
+            lambda: _connections(broker))
+        store.append_observer = append.labels().observe
+        broker.pull_hold.wake_observer = wake.labels().observe
+
+
+def _consumer_lag(broker: BrokerController) -> Iterator[Sample]:
+    max_offset = broker.store.get_max_offset_in_queue
+    for key, queues in broker.offsets.offset_table.items():
+        topic, _, group = key.partition("@")
+        for queue_id, offset in queues.items():
+            yield (group, topic, str(queue_id)), max(max_offset(topic, queue_id) - offset, 0)
+
+
+def _connections(broker: BrokerController) -> list[Sample]:
+    consumers = {ch for info in broker.consumers.groups.values() for ch in info.channels}
+    producers = {ch for channels in broker.producers.groups.values() for ch in channels}
+    counts = {"producer": 0, "consumer": 0, "other": 0}
+    for channel in broker.server.channels:
+        if channel in consumers:
+            counts["consumer"] += 1
+        elif channel in producers:
+            counts["producer"] += 1
+        else:
+            counts["other"] += 1
+    return [((role,), n) for role, n in counts.items()]
