@@ -10,11 +10,12 @@ Upstream ``BrokerController`` (``initialize``, ``start``, ``shutdown``, ``regist
 3. start the store (recovery included) and hook its message-arriving listener to the
    long-polling service;
 4. register the processor table (admin as default processor for unknown codes);
-5. start the persistence routines, client housekeeping and long-poll checker;
+5. start the persistence routines, client housekeeping and long-poll checker; attach the
+   metrics families and start their HTTP endpoint (``metrics``: server/metrics/);
 6. register with every nameserver (awaited, failures logged), then the periodic
    registration and the 5 s consumer-offset flush.
 
-``shutdown()`` (idempotent): answer parked pulls, stop the periodic tasks, unregister from
+``shutdown()`` (idempotent): stop the metrics endpoint, answer parked pulls, stop the periodic tasks, unregister from
 the nameservers, stop accepting and close client connections, persist offsets, topics and
 groups, shut the store down (flush + checkpoint), close the nameserver client.
 """
@@ -29,6 +30,7 @@ import structlog
 from protocol.channel import Channel
 from protocol.codes import ResponseCode
 from protocol.command import RemotingCommand
+from server.metrics import BrokerMetrics
 from server.remoting import RemotingServer
 from server.store.config import MessageStoreConfig
 from server.store.message_store import MessageStore
@@ -69,7 +71,7 @@ class BrokerController:
     """One broker process's components; see the module docstring for the order of things."""
 
     def __init__(self, config: BrokerConfig, store_config: MessageStoreConfig, *,
-                 host: str = "127.0.0.1") -> None:
+                 host: str = "127.0.0.1", metrics: BrokerMetrics | None = None) -> None:
         self.config = config
         self.store_config = store_config
         self.host = host
@@ -83,9 +85,12 @@ class BrokerController:
         self.housekeeping = ClientHousekeeping(self.producers, self.consumers)
         self.rebalance_locks = RebalanceLockManager()
         self.stats = BrokerStatsManager(config.broker_cluster_name)
+        # Without options: no endpoint, slow requests (1 s) still logged.
+        self.metrics = metrics if metrics is not None else BrokerMetrics()
         self.server = RemotingServer(host=host, port=config.listen_port,
                                      default_handler=self._not_ready,
-                                     on_channel_close=self._on_channel_close)
+                                     on_channel_close=self._on_channel_close,
+                                     request_observer=self.metrics.observer)
         self.namesrv = BrokerOuterAPI(config, self.topics.build_serialize_wrapper)
         self.topics.on_topic_created = self.namesrv.request_register_oneway
         self.store: MessageStore = None  # type: ignore[assignment]  # created in start()
@@ -154,13 +159,15 @@ class BrokerController:
         self.pull_hold.start()
         self.schedule.start()
         self.transaction_check.start()
+        self.metrics.attach(self)
+        await self.metrics.start()
         await self.namesrv.register_broker_all()
         self.namesrv.start()
         self._offset_task = asyncio.get_running_loop().create_task(
             self._persist_offsets_routine(), name="persistConsumerOffset")
         self._state = "running"
         log.info("broker.started", broker=c.broker_name, addr=c.broker_addr,
-                 namesrv=c.namesrv_addr)
+                 namesrv=c.namesrv_addr, metrics=self.metrics.address)
 
     def _not_ready(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         return request.create_response(ResponseCode.SYSTEM_BUSY,
@@ -194,6 +201,7 @@ class BrokerController:
             return
         started = self._state == "running"
         self._state = "stopping"
+        await self.metrics.stop()
         if self._offset_task is not None:
             self._offset_task.cancel()
             try:

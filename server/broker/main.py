@@ -2,9 +2,13 @@
 
 Upstream ``BrokerStartup``: ``-n namesrvAddr`` (``;``-separated, overrides the file),
 ``-c broker.conf`` (upstream properties). Ours adds ``--host`` (bind address, default
-127.0.0.1), ``--log-format`` and ``--log-level``. When ready it prints exactly
+127.0.0.1), ``--log-format`` and ``--log-level`` (DEBUG adds one line per request),
+``--metrics-port`` (Prometheus ``GET /metrics``; file key ``metricsPort``) and
+``--slow-request-ms`` (default 1000; file key ``slowRequestMillis``). When ready it prints
+exactly
 ``The broker[<brokerName>, <ip>:<port>] boot success. serializeType=JSON and name server is <namesrvAddr>``
-to stdout (tests read the port from it); logs go to stderr. SIGTERM shuts down cleanly
+to stdout (tests read the port from it), then, with metrics on,
+``metrics listening on <host>:<port>``; logs go to stderr. SIGTERM shuts down cleanly
 (exit 0).
 """
 
@@ -15,6 +19,7 @@ import sys
 
 import structlog
 
+from server.metrics import BrokerMetrics, add_metrics_arguments, metrics_options
 from server.runtime import (
     add_common_arguments,
     configure_logging,
@@ -36,6 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="broker configuration file (upstream broker.conf)")
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on")
     add_common_arguments(parser)
+    add_metrics_arguments(parser)
     return parser
 
 
@@ -49,15 +55,21 @@ def main(argv: list[str] | None = None) -> int:
         props["namesrvAddr"] = args.namesrv_addr
     try:
         config, store_config = load_broker_configs(props)
+        metrics_port, slow_request_ms = metrics_options(args, props)
     except ValueError as exc:
         print(f"mqbroker: bad configuration: {exc}", file=sys.stderr)
         return 2
-    broker = BrokerController(config, store_config, host=args.host)
+    metrics = BrokerMetrics(metrics_port=metrics_port, host=args.host,
+                            slow_request_ms=slow_request_ms,
+                            log_requests=args.log_level.upper() == "DEBUG")
+    broker = BrokerController(config, store_config, host=args.host, metrics=metrics)
 
     async def start() -> None:
         await broker.start()
         print(f"The broker[{config.broker_name}, {config.broker_addr}] boot success. "
               f"serializeType=JSON and name server is {config.namesrv_addr}", flush=True)
+        if metrics.address is not None:
+            print(f"metrics listening on {metrics.address}", flush=True)
 
     return serve_until_signalled(start, broker.shutdown)
 
