@@ -8,8 +8,11 @@ Upstream ``NamesrvController`` + ``BrokerHousekeepingService``:
   connections (upstream: every 10 s after 5 s, 120 s).
 * A connection that closes (peer gone, error, idle) removes the broker registered over it at
   once (``onChannelClose`` / ``onChannelException`` / ``onChannelIdle`` -> ``onChannelDestroy``).
-* ``stop()`` is idempotent and ordered: cancel and await the scan task, then stop the server
-  (closes every connection, waits for in-flight handlers, so a KV write finishes first).
+* ``stop()`` is idempotent and ordered: stop the metrics endpoint, cancel and await the scan
+  task, then stop the server (closes every connection, waits for in-flight handlers, so a
+  KV write finishes first).
+* ``metrics`` (server/metrics/): its request observer goes to the server; its families are
+  attached at construction and its HTTP endpoint (if any) starts after the server.
 
 A failed ``start()`` undoes what it did and re-raises (``OSError`` for a taken port,
 ``KVConfigLoadError`` for a corrupt KV file).
@@ -23,6 +26,7 @@ import time
 import structlog
 
 from protocol.channel import Channel
+from server.metrics import NamesrvMetrics
 from server.remoting import RemotingServer
 
 from .config import NamesrvConfig
@@ -40,12 +44,13 @@ _FIRST_SCAN_DELAY = 5.0  # upstream scheduleAtFixedRate(scanNotActiveBroker, 5, 
 class NamesrvController:
     """One nameserver: ``await start()``, serve, ``await stop()``."""
 
-    def __init__(self, config: NamesrvConfig) -> None:
+    def __init__(self, config: NamesrvConfig, *, metrics: NamesrvMetrics | None = None) -> None:
         self.config = config
         self.kv = KVConfigManager(config.kv_config_path)
         self.routes = RouteInfoManager(
             broker_channel_expired_ms=config.broker_channel_expired_time_ms)
         self.processor = NamesrvProcessor(config, self.routes, self.kv)
+        self.metrics = metrics if metrics is not None else NamesrvMetrics()
         self.server = RemotingServer(
             self.processor.table,
             host=config.bind_address,
@@ -54,7 +59,9 @@ class NamesrvController:
             idle_timeout=float(config.server_channel_max_idle_time_seconds),
             oneway_permits=config.server_oneway_semaphore_value,
             async_permits=config.server_async_semaphore_value,
+            request_observer=self.metrics.observer,
         )
+        self.metrics.attach(self)
         self._scan_task: asyncio.Task[None] | None = None
         self._started = False
         self._stopped = False
@@ -74,6 +81,7 @@ class NamesrvController:
             await self.server.start()
             # Port 0 means "any": report the port actually bound (GET_NAMESRV_CONFIG).
             self.config.listen_port = self.server.port
+            await self.metrics.start()
             self._scan_task = asyncio.get_running_loop().create_task(
                 self._scan_routine(), name="namesrv-scan-not-active-broker")
         except BaseException:
@@ -81,13 +89,15 @@ class NamesrvController:
             raise
         log.info("namesrv.started", address=self.address, kv_path=str(self.kv.path),
                  broker_expired_ms=self.config.broker_channel_expired_time_ms,
-                 scan_interval_ms=self.config.scan_not_active_broker_interval_ms)
+                 scan_interval_ms=self.config.scan_not_active_broker_interval_ms,
+                 metrics=self.metrics.address)
 
     async def stop(self) -> None:
         """Stop the scan, then the server. Idempotent."""
         if self._stopped:
             return
         self._stopped = True
+        await self.metrics.stop()
         task = self._scan_task
         self._scan_task = None
         if task is not None:

@@ -1,7 +1,8 @@
 """``mqnamesrv``: run one nameserver until SIGTERM/SIGINT (upstream ``NamesrvStartup``).
 
 Usage: ``python -m server.namesrv.main [-p PORT] [--host HOST] [-c namesrv.properties]
-[--kv-path FILE] [--scan-interval-ms MS] [--broker-expired-ms MS] [--log-format ...]``.
+[--kv-path FILE] [--scan-interval-ms MS] [--broker-expired-ms MS] [--metrics-port PORT]
+[--slow-request-ms MS] [--log-format ...] [--log-level ...]``.
 
 * ``-c`` reads an upstream properties file (``listenPort``, ``kvConfigPath``,
   ``orderMessageEnable``, ...); as upstream, that file then becomes ``configStorePath``,
@@ -12,6 +13,10 @@ Usage: ``python -m server.namesrv.main [-p PORT] [--host HOST] [-c namesrv.prope
   ``The Name Server boot success. serializeType=JSON address=<host>:<port>``; logs go to
   stderr. The host defaults to 127.0.0.1: listening on every interface (``0.0.0.0``)
   must be asked for.
+* ``--metrics-port`` serves Prometheus metrics on ``GET /metrics`` (0 = any free port; the
+  ``-c`` file's ``metricsPort`` otherwise) and prints ``metrics listening on <host>:<port>``
+  after the readiness line; ``--slow-request-ms`` (default 1000, 0 = off) sets the
+  ``remoting.slow_request`` threshold; ``--log-level DEBUG`` logs one line per request.
 * Exit codes: 0 after a signal-initiated clean stop, 1 when the server cannot start
   (port taken, corrupt KV file), 2 for bad arguments or configuration.
 """
@@ -25,6 +30,7 @@ from pathlib import Path
 import structlog
 
 from protocol.codes import SerializeType
+from server.metrics import NamesrvMetrics, add_metrics_arguments, metrics_options
 from server.runtime import (
     add_common_arguments,
     configure_logging,
@@ -58,6 +64,7 @@ def _parser() -> argparse.ArgumentParser:
                    help="silence after which a broker is removed (brokerChannelExpiredTime, "
                         "120000)")
     add_common_arguments(p)
+    add_metrics_arguments(p)
     return p
 
 
@@ -94,16 +101,22 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         config = build_config(args)
-    except (ConfigError, OSError) as exc:
+        metrics_port, slow_request_ms = metrics_options(args, config.extra)
+    except (ConfigError, ValueError, OSError) as exc:
         print(f"mqnamesrv: {exc}", file=sys.stderr)
         return 2
     configure_logging(args.log_format, args.log_level)
-    controller = NamesrvController(config)
+    metrics = NamesrvMetrics(metrics_port=metrics_port, host=config.bind_address,
+                             slow_request_ms=slow_request_ms,
+                             log_requests=args.log_level.upper() == "DEBUG")
+    controller = NamesrvController(config, metrics=metrics)
 
     async def start() -> None:
         await controller.start()
         line = READY_LINE.format(serialize=SerializeType.JSON.name, address=controller.address)
         print(line, flush=True)
+        if metrics.address is not None:
+            print(f"metrics listening on {metrics.address}", flush=True)
 
     try:
         return serve_until_signalled(start, controller.stop)
