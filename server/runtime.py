@@ -51,10 +51,30 @@ def configure_logging(fmt: str = "console", level: str = "INFO") -> None:
             renderer,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(lvl),
-        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        logger_factory=_StderrLoggerFactory(),
         cache_logger_on_first_use=True,
     )
     _configured = True
+
+
+class _StderrLogger:
+    """Writes each rendered line to whatever ``sys.stderr`` is *now*.
+
+    Binding the stream at configuration time breaks when it is later replaced (pytest's
+    capture, a daemon redirecting stderr): every log call would then hit a closed file.
+    """
+
+    def msg(self, message: str) -> None:
+        stream = sys.stderr
+        stream.write(message + "\n")
+        stream.flush()
+
+    log = debug = info = warn = warning = error = critical = exception = fatal = msg
+
+
+class _StderrLoggerFactory:
+    def __call__(self, *args: Any) -> _StderrLogger:
+        return _StderrLogger()
 
 
 def install_uvloop() -> bool:
