@@ -418,6 +418,11 @@ class Channel(asyncio.Protocol):
     def pending_count(self) -> int:
         return len(self._pending)
 
+    @property
+    def handler_tasks(self) -> frozenset[asyncio.Task[None]]:
+        """Tasks of coroutine handlers still running (a server drains them before closing)."""
+        return frozenset(self._tasks)
+
     def __repr__(self) -> str:
         state = "closed" if self._closing else ("open" if self._transport else "new")
         return f"<Channel {self.local_addr}->{self.remote_addr} {state} pending={len(self._pending)}>"

@@ -11,6 +11,14 @@ wires its processors after creating the server; channels read the table live.
 ``start()`` binds (port 0 picks a free port, read back from ``port``); ``stop()`` stops
 accepting, closes every channel and waits for their handler tasks.
 
+Graceful drain (a broker's shutdown, STYLE.md 3): ``stop_accepting()`` closes the
+listening socket (connections that still arrive are closed at once) while live
+connections keep being served; ``await drain(timeout)`` then waits, at most ``timeout``
+seconds, until no connection has a coroutine handler running (e.g. a SYNC_FLUSH send
+waiting for its group commit), so those requests are answered before ``stop()`` closes
+the channels (which writes every queued answer before closing, and cancels what is
+still running).
+
 ``request_observer`` (optional) is handed to every connection: it counts and times the
 requests (server/metrics/remoting.py); without one, channels pay nothing for it.
 """
@@ -83,6 +91,7 @@ class RemotingServer:
         self.request_observer = request_observer
         self._server: asyncio.Server | None = None
         self._channels: set[Channel] = set()
+        self._accepting = True
         self._stopped = False
 
     # -- configuration --------------------------------------------------------------------
@@ -129,11 +138,41 @@ class RemotingServer:
         self.port = sock.getsockname()[1]
         log.info("remoting.server_started", address=self.address)
 
+    def stop_accepting(self) -> None:
+        """Close the listening socket; live connections are still served. Idempotent."""
+        if not self._accepting:
+            return
+        self._accepting = False
+        if self._server is not None:
+            self._server.close()
+            log.info("remoting.server_not_accepting", address=self.address)
+
+    async def drain(self, timeout: float) -> bool:
+        """Wait at most ``timeout`` seconds for the running handler tasks of every connection.
+
+        Requests that keep arriving on live connections are still served, within the same
+        deadline. Returns True when no handler task is left, False on timeout (``stop()``
+        then cancels what remains). Call ``stop_accepting()`` first.
+        """
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while True:
+            tasks = {task for channel in self._channels for task in channel.handler_tasks}
+            if not tasks:
+                return True
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                log.warning("remoting.drain_timeout", address=self.address, running=len(tasks),
+                            timeout=timeout)
+                return False
+            await asyncio.wait(tasks, timeout=remaining)
+
     async def stop(self) -> None:
         """Stop accepting, close every connection and wait for their handlers. Idempotent."""
         if self._stopped:
             return
         self._stopped = True
+        self._accepting = False
         server = self._server
         if server is not None:
             server.close()
@@ -185,7 +224,7 @@ class RemotingServer:
         )
 
     def _channel_opened(self, channel: Channel) -> None:
-        if self._stopped:
+        if self._stopped or not self._accepting:
             channel.close()
             return
         self._channels.add(channel)
