@@ -124,6 +124,11 @@ class RemotingServer:
     def is_serving(self) -> bool:
         return self._server is not None and not self._stopped
 
+    @property
+    def is_accepting(self) -> bool:
+        """Listening for new connections (False after ``stop_accepting`` or ``stop``)."""
+        return self._server is not None and self._accepting
+
     # -- lifecycle ------------------------------------------------------------------------
 
     async def start(self) -> None:

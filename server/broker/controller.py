@@ -15,7 +15,8 @@ Upstream ``BrokerController`` (``initialize``, ``start``, ``shutdown``, ``regist
 6. register with every nameserver (awaited, failures logged), then the periodic
    registration and the 5 s consumer-offset flush.
 
-``shutdown()`` (idempotent): stop the metrics endpoint, answer parked pulls, stop the periodic tasks, unregister from
+``shutdown()`` (idempotent): stop accepting connections and drain running handlers
+(bounded), stop the metrics endpoint, answer parked pulls, stop the periodic tasks, unregister from
 the nameservers, stop accepting and close client connections, persist offsets, topics and
 groups, shut the store down (flush + checkpoint), close the nameserver client.
 """
@@ -201,6 +202,10 @@ class BrokerController:
             return
         started = self._state == "running"
         self._state = "stopping"
+        # Stop accepting, then let running handlers (SYNC_FLUSH sends awaiting their group
+        # commit) answer while the store still runs; bounded by the flush timeout.
+        self.server.stop_accepting()
+        await self.server.drain(self.store_config.sync_flush_timeout_ms / 1000 + 1.0)
         await self.metrics.stop()
         if self._offset_task is not None:
             self._offset_task.cancel()
