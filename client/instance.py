@@ -9,6 +9,8 @@ by every producer and consumer built with that id and released by each of them; 
 last release shuts it down. It owns:
 
 * the ``RemotingClient`` (channels) and the ``MQClientAPI`` over it;
+* the internal ``CLIENT_INNER_PRODUCER`` producer (upstream ``defaultMQProducer``),
+  listed in every HEART_BEAT and unregistered last at shutdown;
 * the topic route table and the broker address table (brokerName -> {id: addr}),
   refreshed for every topic in use every ``poll_name_server_interval_ms`` and on demand
   (``update_topic_route``, with the TBW102 fallback of 6.7 for producers);
@@ -35,7 +37,7 @@ import asyncio
 import enum
 import random
 from collections.abc import Awaitable, Callable, Iterable
-from typing import Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 import structlog
 
@@ -70,6 +72,9 @@ from protocol.message import MessageExt, decode_message
 from .api import MQClientAPI
 from .config import ClientConfig
 from .remoting import RemotingClient
+
+if TYPE_CHECKING:
+    from .producer import Producer
 
 __all__ = [
     "MQClientInstance",
@@ -186,6 +191,7 @@ class MQClientInstance:
         self._route_lock = asyncio.Lock()
         self._heartbeat_lock = asyncio.Lock()
         self._handler_tasks: set[asyncio.Task[Any]] = set()
+        self.inner_producer: Producer | None = None
         self._register_processors()
 
     # -- lifecycle --------------------------------------------------------------------------
@@ -205,7 +211,19 @@ class MQClientInstance:
         inst._refs += 1
         if inst.state is ServiceState.CREATE_JUST:
             inst.start()
+            await inst._start_inner_producer()
         return inst
+
+    async def _start_inner_producer(self) -> None:
+        # Upstream MQClientInstance.start() starts its own producer of group
+        # CLIENT_INNER_PRODUCER: every 4.9.7 client lists it in HEART_BEAT and unregisters
+        # it at shutdown (vectors: frame ids 350, 88, 27). Consumers resend through it.
+        from .producer import Producer  # producer.py imports this module
+
+        producer = Producer(MixAll.CLIENT_INNER_PRODUCER_GROUP, config=self.config,
+                            _instance=self)
+        await producer.start()
+        self.inner_producer = producer
 
     async def release(self) -> None:
         """Drop one reference; the last one shuts the instance down."""
@@ -291,6 +309,8 @@ class MQClientInstance:
         for t, r in zip(tasks, results, strict=True):
             if isinstance(r, Exception):
                 log.warning("instance.task_failed_at_shutdown", task=t.get_name(), error=repr(r))
+        if self.inner_producer is not None:
+            await self.inner_producer.shutdown()  # its UNREGISTER_CLIENT, as upstream
         await self.remoting.close()
         log.info("instance.shutdown", client_id=self.client_id)
 
