@@ -333,17 +333,16 @@ async def test_failed_consumption_is_redelivered_with_reconsume_times_1(
             assert again["properties"].get(MessageConst.PROPERTY_ORIGIN_MESSAGE_ID) == first["msgId"]
             assert again["msgId"] != first["msgId"], "a retry is a new message in the store"
 
+        # The broker takes ali-ons's CONSUMER_SEND_MSG_BACK (36): no refusal, so ali-ons never
+        # falls back to producing the message itself, and each redelivery went through
+        # SCHEDULE_TOPIC_XXXX at level 3 + reconsumeTimes into %RETRY%<group> (upstream
+        # SendMessageProcessor.asyncConsumerSendMsgBack), which leaves REAL_TOPIC behind.
         send_back_refused = [e for e in consumer.of("error")
                              if e.get("code") == ResponseCode.REQUEST_CODE_NOT_SUPPORTED]
-        # EXPECTATION TODAY: the broker has no CONSUMER_SEND_MSG_BACK (36) processor yet and
-        # answers REQUEST_CODE_NOT_SUPPORTED (3), once per failed message; ali-ons then
-        # produces the message itself to %RETRY%<group> (group CLIENT_INNER_PRODUCER, its
-        # RECONSUME_TIME property becomes header j = 1), which is the path checked above.
-        # Once the broker supports send-back, this assertion becomes "no refusal", and each
-        # redelivered message must also carry REAL_TOPIC = %RETRY%<group> (the broker re-puts
-        # the record through SCHEDULE_TOPIC_XXXX at level 3 + reconsumeTimes, upstream
-        # SendMessageProcessor.asyncConsumerSendMsgBack).
-        assert len(send_back_refused) == len(failing), consumer.describe()
+        assert send_back_refused == [], consumer.describe()
+        for body in failing:
+            again = by_body[body][1]
+            assert again["properties"].get(MessageConst.PROPERTY_REAL_TOPIC) == f"%RETRY%{group}", again
 
 
 # -- (5) restart resumes from the committed offset --------------------------------------------
