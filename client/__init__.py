@@ -27,9 +27,21 @@ from .push_consumer import (
     PushConsumer,
 )
 from .rebalance import ConsumeFromWhere, MessageModel
+from .request_reply import RequestProducer, RequestTimeoutError, create_reply_message
+from .transaction_producer import (
+    LocalTransactionState,
+    TransactionProducer,
+    TransactionSendResult,
+)
 
 __all__ = [
     "Producer",
+    "TransactionProducer",
+    "LocalTransactionState",
+    "TransactionSendResult",
+    "RequestProducer",
+    "RequestTimeoutError",
+    "create_reply_message",
     "PushConsumer",
     "PullConsumer",
     "LitePullConsumer",
