@@ -4,7 +4,7 @@ REMOTING.md 3.5, 5.1, vectors scenario ``reply``).
 Contract:
 
 * The header is the send header (long names or V2 letters); the send path's checks
-  apply (``SendMessageProcessor._msg_check``: topic name, existence/auto-creation, queue
+  apply (``SendMessageProcessor.msg_check``: topic name, existence/auto-creation, queue
   id). Answers carry ``MSG_REGION`` and ``TRACE_ON`` like every send answer.
 * The reply is pushed first: PUSH_REPLY_MESSAGE_TO_CLIENT (326, two-way, 10 s) goes to the
   channel of the producer whose client id is the reply's ``REPLY_TO_CLIENT``, with a
@@ -95,7 +95,7 @@ class ReplyMessageProcessor:
         })
         send = b.send_processor
         assert send is not None
-        tc = send._msg_check(channel, header, response)
+        tc = send.msg_check(channel, header, response)
         if tc is None:
             return response
         queue_id = header.queue_id

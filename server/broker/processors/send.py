@@ -146,7 +146,7 @@ class SendMessageProcessor:
             MessageConst.PROPERTY_MSG_REGION: config.region_id,
             MessageConst.PROPERTY_TRACE_SWITCH: "true" if config.trace_on else "false",
         })
-        tc = self._msg_check(channel, header, response)
+        tc = self.msg_check(channel, header, response)
         if tc is None:
             return response
         queue_id = header.queue_id
@@ -156,8 +156,8 @@ class SendMessageProcessor:
             return self._send_batch(channel, request, header, tc, queue_id, response)
         return self._send_single(channel, request, header, tc, queue_id, response)
 
-    def _msg_check(self, channel: Channel, header: SendMessageRequestHeader,
-                   response: RemotingCommand) -> TopicConfig | None:
+    def msg_check(self, channel: Channel, header: SendMessageRequestHeader,
+                  response: RemotingCommand) -> TopicConfig | None:
         """``AbstractSendMessageProcessor.msgCheck``: the topic config, or ``None`` with ``response`` set."""
         b = self._b
         topic = header.topic
@@ -325,7 +325,7 @@ class SendMessageProcessor:
 
 
 def _refuse(response: RemotingCommand, code: int, remark: str) -> TopicConfig | None:
-    """Set ``response`` to a refusal; ``None`` tells ``_msg_check``'s caller to send it."""
+    """Set ``response`` to a refusal; ``None`` tells ``msg_check``'s caller to send it."""
     response.code = code
     response.remark = remark
     return None
