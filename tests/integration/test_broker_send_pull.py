@@ -268,13 +268,20 @@ async def test_bad_requests_get_upstream_codes_and_broker_keeps_serving(
     assert r.code == ResponseCode.SUCCESS
 
 
-async def test_delay_level_is_delivered_at_once_for_now(broker: ServerProcess,
-                                                        client: RemotingClient) -> None:
+async def test_delayed_message_is_parked_in_the_schedule_topic(broker: ServerProcess,
+                                                                client: RemotingClient) -> None:
+    """REMOTING 6.5: DELAY=2 parks the record in SCHEDULE_TOPIC_XXXX queue 1 with REAL_TOPIC /
+    REAL_QID; nothing is readable in the real topic until it is due (delivery timing is
+    covered in test_advanced_broker.py)."""
     r = await send(client, broker.address, "DelayTopic", b"d", props={"DELAY": "2", "WAIT": "true"})
     assert r.code == ResponseCode.SUCCESS
     resp = await pull(client, broker.address, "CG", "DelayTopic", 0, 0)
-    assert resp.code == ResponseCode.SUCCESS
-    assert decode_messages(resp.body)[0].properties["DELAY"] == "2"
+    assert resp.code == ResponseCode.PULL_NOT_FOUND
+    parked = await pull(client, broker.address, "CG", "SCHEDULE_TOPIC_XXXX", 1, 0)
+    assert parked.code == ResponseCode.SUCCESS
+    record = decode_messages(parked.body)[0]
+    assert record.properties["REAL_TOPIC"] == "DelayTopic"
+    assert record.properties["REAL_QID"] == "0" and record.properties["DELAY"] == "2"
 
 
 # -- pull statuses, filtering, long polling ----------------------------------------------
