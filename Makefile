@@ -39,6 +39,7 @@ typecheck: venv
 bench: venv
 	$(PY) -m bench.codec_bench
 	$(PY) -m bench.channel_bench
+	$(PY) -m bench.mqbench all --embedded
 
 clean:
 	rm -rf $(VENV) $(INTEROP)/node_modules data
