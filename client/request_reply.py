@@ -25,8 +25,9 @@ Contract:
   ``WAIT`` (like Java's no-arg ``Message()``, frame id 1313). The responder sends it with
   ``send_reply`` (SEND_REPLY_MESSAGE_V2) or any producer's ``send``.
 
-Errors: ``RequestTimeoutError`` (also a ``TimeoutError``) when the request was sent but no
-reply came in time; ``MQClientError`` (cause chained) when the request could not be sent.
+Errors: ``RequestTimeoutError`` (defined in ``protocol.errors``, re-exported here; also a
+``TimeoutError``) when the request was sent but no reply came in time; ``MQClientError``
+(cause chained) when the request could not be sent.
 """
 
 # ASYNC109: ``timeout`` is the user's budget for a whole request, converted once to a deadline.
@@ -45,7 +46,7 @@ import structlog
 from protocol.channel import Channel
 from protocol.codes import MessageConst, MessageSysFlag, MixAll, RequestCode, ResponseCode
 from protocol.command import RemotingCommand
-from protocol.errors import MQBrokerError, MQClientError, RocketMQError
+from protocol.errors import MQBrokerError, MQClientError, RequestTimeoutError, RocketMQError
 from protocol.headers import ReplyMessageRequestHeader, SendMessageRequestHeaderV2
 from protocol.message import (
     Message,
@@ -71,10 +72,6 @@ log = structlog.get_logger("aiorocketmq.client.request_reply")
 _CORRELATION_ID = MessageConst.PROPERTY_CORRELATION_ID
 _REPLY_TO = MessageConst.PROPERTY_MESSAGE_REPLY_TO_CLIENT
 _TTL = MessageConst.PROPERTY_MESSAGE_TTL
-
-
-class RequestTimeoutError(RocketMQError, TimeoutError):
-    """The request was sent but no reply arrived in time (upstream ``RequestTimeoutException``)."""
 
 
 def create_reply_message(request: Message, body: bytes) -> Message:

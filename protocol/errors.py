@@ -12,6 +12,8 @@
     │   ├── RemotingTimeoutError       no response in time (also a builtin TimeoutError)
     │   └── RemotingTooMuchRequestError  no semaphore permit in time (oneway/async)
     ├── MQClientError                  misuse by the caller: bad config, bad state (also ValueError)
+    ├── RequestTimeoutError            a request was sent, no reply came in time (request-reply;
+    │                                  also a builtin TimeoutError)
     └── MQBrokerError                  the peer answered with a non-success response code;
                                        subclasses per ResponseCode via ``MQBrokerError.for_code``
 
@@ -37,6 +39,7 @@ __all__ = [
     "RemotingTimeoutError",
     "RemotingTooMuchRequestError",
     "MQClientError",
+    "RequestTimeoutError",
     "MQBrokerError",
     "BrokerSystemError",
     "SystemBusyError",
@@ -101,6 +104,11 @@ class RemotingTooMuchRequestError(RemotingError):
 
 class MQClientError(RocketMQError, ValueError):
     """The caller misused the client: bad configuration, wrong state, bad argument."""
+
+
+class RequestTimeoutError(RocketMQError, TimeoutError):
+    """A request-reply request was sent but no reply arrived in time (upstream
+    ``RequestTimeoutException``; REMOTING.md 3.5)."""
 
 
 class MQBrokerError(RocketMQError):
