@@ -19,7 +19,8 @@ Contract (REMOTING.md 4.9, 6.4, 5.1):
   already set), ``WAIT=false`` (kept in the stored string, frame id 680) and
   ``ORIGIN_MESSAGE_ID`` (the original's, else the record's **offset** msg id). A positive
   ``DELAY`` makes the store park it in ``SCHEDULE_TOPIC_XXXX`` first (6.5).
-* Answer: bare SUCCESS once stored; SYSTEM_ERROR with the put status name otherwise.
+* Answer: bare SUCCESS once stored (counted in the stats item ``SNDBCK_PUT_NUMS`` under
+  ``<original topic>@<group>``); SYSTEM_ERROR with the put status name otherwise.
 * ``RetryDlqSendHook`` (a ``SendMessageProcessor`` pre-store hook): a single send to
   ``%RETRY%<group>`` whose header ``reconsumeTimes`` (``j``) reaches the max (header ``l``
   when version >= 121, else the group's) is stored in ``%DLQ%<group>`` queue 0 instead.
@@ -169,11 +170,14 @@ class SendBackProcessor:
                      reconsume_times=msg.reconsume_times, max=max_times,
                      delay_level=header.delay_level, offset=header.offset)
         inner = build_send_back_message(msg, decision)
-        return self._put(inner, response)
+        return self._put(header.group, inner, response)
 
-    async def _put(self, inner: MessageExtBrokerInner, response: RemotingCommand) -> RemotingCommand:
+    async def _put(self, group: str, inner: MessageExtBrokerInner,
+                   response: RemotingCommand) -> RemotingCommand:
         result: PutMessageResult = await self._b.store.put_message(inner)
         if result.status in _STORED:
+            # incSendBackNums keys by the original topic (RETRY_TOPIC, always set above).
+            self._b.stats.on_send_back(group, inner.properties[MessageConst.PROPERTY_RETRY_TOPIC])
             return _set(response, ResponseCode.SUCCESS, None)
         return _set(response, ResponseCode.SYSTEM_ERROR, result.status.name)
 
