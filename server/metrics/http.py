@@ -29,7 +29,7 @@ from .registry import CONTENT_TYPE
 
 __all__ = ["MetricsHttpServer"]
 
-log = structlog.get_logger("aiorocketmq.metrics")
+log = structlog.get_logger("aiorocketmq.remoting.metrics")
 
 _REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found",
             431: "Request Header Fields Too Large"}
@@ -73,7 +73,7 @@ class MetricsHttpServer:
             self._connection_routine, self.host, self.port, limit=self.max_request_bytes,
             reuse_address=True)
         self.port = self._server.sockets[0].getsockname()[1]
-        log.info("metrics.http_started", address=self.address)
+        log.info("remoting.metrics_http_started", address=self.address)
 
     async def stop(self) -> None:
         """Stop accepting, close every connection and wait for their tasks. Idempotent."""
@@ -90,7 +90,7 @@ class MetricsHttpServer:
             await asyncio.gather(*tasks, return_exceptions=True)
         if server is not None:
             await server.wait_closed()
-        log.info("metrics.http_stopped", address=self.address)
+        log.info("remoting.metrics_http_stopped", address=self.address)
 
     # -- connections ------------------------------------------------------------------------
 
@@ -120,7 +120,7 @@ class MetricsHttpServer:
                 return
             except asyncio.IncompleteReadError as exc:
                 if exc.partial:
-                    log.debug("metrics.http_truncated_request", size=len(exc.partial))
+                    log.debug("remoting.metrics_http_truncated_request", size=len(exc.partial))
                 return
             try:
                 path, keep_alive = _parse_head(head)

@@ -9,9 +9,10 @@ Contract (``protocol.channel.RequestObserver``; docs/ARCHITECTURE.md "Processor 
   response just queued for writing, or ``None`` when nothing was written (oneway, or the
   handler kept the request to answer later, e.g. a parked pull). It counts the response
   code, logs ``remoting.slow_request`` (WARNING: code, peer, opaque, elapsed_ms) when the
-  time from dispatch to response write reached ``slow_request_ms``, and with
-  ``log_requests`` one DEBUG ``remoting.request`` line (code, opaque, peer, duration_ms,
-  response code). A kept request is never slow: a long-poll hold is the normal case.
+  time from dispatch to the response being queued for writing (for a oneway request: to
+  its handler's end) reached ``slow_request_ms``, and with ``log_requests`` one DEBUG
+  ``remoting.request`` line (code, opaque, peer, duration_ms, response code). A kept
+  request is never slow: a long-poll hold is the normal case.
 * ``late_response`` runs for a response written later with ``Channel.send_response``
   (a woken or expired long poll): counted, DEBUG-logged, never timed.
 
@@ -28,7 +29,7 @@ from typing import Any
 
 import structlog
 
-from protocol.codes import RequestCode, ResponseCode
+from protocol.codes import RequestCode, ResponseCode, RpcFlag
 from protocol.command import RemotingCommand
 
 from .registry import CounterChild, Registry
@@ -38,6 +39,7 @@ __all__ = ["RemotingObserver", "request_code_name", "response_code_name"]
 log = structlog.get_logger("aiorocketmq.remoting")
 
 _perf = time.perf_counter
+_ONEWAY = int(RpcFlag.ONEWAY)
 _REQUEST_NAMES = {int(c): c.name for c in RequestCode}
 _RESPONSE_NAMES = {int(c): c.name for c in ResponseCode}
 
@@ -107,26 +109,26 @@ class RemotingObserver:
 
     def request_finished(self, channel: Any, request: RemotingCommand,
                          response: RemotingCommand | None, started: float) -> None:
-        if response is None:
-            if self._log_requests:
-                log.debug("remoting.request", code=request_code_name(request.code),
-                          opaque=request.opaque, peer=channel.remote_addr,
-                          duration_ms=round((_perf() - started) * 1000, 3), response=None)
-            return
-        responses = self._responses
-        if responses is not None:
-            responses.child(response.code).value += 1
         elapsed = _perf() - started
-        if elapsed >= self._slow_s:
+        if response is None:
+            answer = None
+            timed = bool(request.flag & _ONEWAY)  # kept (held) requests are not timed
+        else:
+            answer = response.code
+            timed = True
+            responses = self._responses
+            if responses is not None:
+                responses.child(answer).value += 1
+        if timed and elapsed >= self._slow_s:
             log.warning("remoting.slow_request", code=request_code_name(request.code),
                         peer=channel.remote_addr, opaque=request.opaque,
                         elapsed_ms=round(elapsed * 1000, 3),
-                        response=response_code_name(response.code))
+                        response=None if answer is None else response_code_name(answer))
         if self._log_requests:
             log.debug("remoting.request", code=request_code_name(request.code),
                       opaque=request.opaque, peer=channel.remote_addr,
                       duration_ms=round(elapsed * 1000, 3),
-                      response=response_code_name(response.code))
+                      response=None if answer is None else response_code_name(answer))
 
     def late_response(self, channel: Any, response: RemotingCommand) -> None:
         responses = self._responses

@@ -394,8 +394,16 @@ async def test_slow_requests_are_logged_and_held_ones_are_not(
         assert (await client.invoke(req(SLOW), 5)).code == ResponseCode.SYSTEM_BUSY
         channel.send_response(held.create_response(ResponseCode.SUCCESS))
         await pending
+        # A oneway request is timed to its handler's end (nothing is written).
+        await client.invoke_oneway(req(SLOW), 5)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 10
+        while sum(e["event"] == "remoting.slow_request" for e in logs) < 2:
+            assert loop.time() < deadline, "no slow-request line for the oneway request"
+            await asyncio.sleep(0.01)
     slow_lines = [e for e in logs if e["event"] == "remoting.slow_request"]
-    assert [e["code"] for e in slow_lines] == [str(SLOW)]
+    assert [e["code"] for e in slow_lines] == [str(SLOW), str(SLOW)]
+    assert slow_lines[1]["response"] is None
     line = slow_lines[0]
     assert line["log_level"] == "warning"
     assert line["code"] == str(SLOW) and line["response"] == "SYSTEM_BUSY"
