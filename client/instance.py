@@ -22,9 +22,12 @@ last release shuts it down. It owns:
   NOTIFY_CONSUMER_IDS_CHANGED or a consumer starts);
 * the handlers for broker-initiated requests: NOTIFY_CONSUMER_IDS_CHANGED,
   RESET_CONSUMER_CLIENT_OFFSET, GET_CONSUMER_STATUS_FROM_CLIENT,
-  GET_CONSUMER_RUNNING_INFO, CONSUME_MESSAGE_DIRECTLY and CHECK_TRANSACTION_STATE, the
-  last one dispatched to the registered producer of the message's ``PGROUP``
-  (``ProducerHook.check_transaction_state``; the transactional producer implements it).
+  GET_CONSUMER_RUNNING_INFO, CONSUME_MESSAGE_DIRECTLY, CHECK_TRANSACTION_STATE, the
+  latter dispatched to the registered producer of the message's ``PGROUP``
+  (``ProducerHook.check_transaction_state``; the transactional producer implements it),
+  and PUSH_REPLY_MESSAGE_TO_CLIENT, delegated to the instance's ``request_futures``
+  (``client.request_reply.RequestFutureTable``, upstream ``RequestFutureHolder``): replies
+  may arrive over any broker connection, so every instance answers them from the start.
 
 ``shutdown()`` is ordered: stop the routines, UNREGISTER_CLIENT for each remaining
 group, close the channels. Shutting down never waits on a dead broker for longer than
@@ -75,6 +78,7 @@ from .remoting import RemotingClient
 
 if TYPE_CHECKING:
     from .producer import Producer
+    from .request_reply import RequestFutureTable
 
 __all__ = [
     "MQClientInstance",
@@ -578,6 +582,11 @@ class MQClientInstance:
     # -- broker-initiated requests (ClientRemotingProcessor) -------------------------------
 
     def _register_processors(self) -> None:
+        # request_reply imports this module (through producer), so its table is imported
+        # here, when this module is complete.
+        from .request_reply import RequestFutureTable
+
+        self.request_futures: RequestFutureTable = RequestFutureTable()
         table: dict[int, Any] = {
             RequestCode.NOTIFY_CONSUMER_IDS_CHANGED: self._on_notify_consumer_ids_changed,
             RequestCode.CHECK_TRANSACTION_STATE: self._on_check_transaction_state,
@@ -585,6 +594,7 @@ class MQClientInstance:
             RequestCode.GET_CONSUMER_STATUS_FROM_CLIENT: self._on_get_consumer_status,
             RequestCode.GET_CONSUMER_RUNNING_INFO: self._on_get_consumer_running_info,
             RequestCode.CONSUME_MESSAGE_DIRECTLY: self._on_consume_message_directly,
+            RequestCode.PUSH_REPLY_MESSAGE_TO_CLIENT: self.request_futures.on_push_reply,
         }
         for code, handler in table.items():
             self.remoting.register(code, handler)

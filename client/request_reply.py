@@ -13,7 +13,8 @@ Contract:
   new, as ``prepareSendRequest``), sends the request like a normal send, and waits for the
   reply within **one** deadline: ``timeout`` covers the send and the wait.
 * Replies arrive as PUSH_REPLY_MESSAGE_TO_CLIENT on any broker connection of the client
-  instance; the handler (installed once per instance) rebuilds a ``MessageExt`` (topic,
+  instance; the handler (``RequestFutureTable.on_push_reply``, registered by every client
+  instance as ``request_futures``, ``client.instance``) rebuilds a ``MessageExt`` (topic,
   queue, hosts, times, flag, body inflated when COMPRESSED, properties plus
   ``ARRIVE_TIME``), completes the future registered under its ``CORRELATION_ID`` and
   answers bare SUCCESS (frame id 1315); an unmatched reply is logged and still answered
@@ -38,7 +39,6 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-import weakref
 from typing import Any
 
 import structlog
@@ -56,7 +56,6 @@ from protocol.message import (
     encode_properties,
 )
 
-from .instance import MQClientInstance
 from .producer import Producer
 
 __all__ = [
@@ -150,26 +149,8 @@ class RequestFutureTable:
         return request.create_response(ResponseCode.SUCCESS)
 
 
-# One table per client instance: replies come over any of its broker connections.
-_tables: weakref.WeakKeyDictionary[MQClientInstance, RequestFutureTable] = weakref.WeakKeyDictionary()
-
-
-def future_table_of(instance: MQClientInstance) -> RequestFutureTable:
-    """The instance's table, with the push handler registered on first use."""
-    table = _tables.get(instance)
-    if table is None:
-        table = _tables[instance] = RequestFutureTable()
-        instance.remoting.register(RequestCode.PUSH_REPLY_MESSAGE_TO_CLIENT, table.on_push_reply)
-    return table
-
-
 class RequestProducer(Producer):
     """A ``Producer`` that can also ``request`` (send and wait for the reply) and ``send_reply``."""
-
-    async def start(self) -> None:
-        await super().start()
-        assert self.instance is not None
-        future_table_of(self.instance)
 
     async def request(self, msg: Message, timeout: float, **send_kwargs: Any) -> MessageExt:
         """Send ``msg`` and return the reply ``MessageExt`` (module docstring).
@@ -191,7 +172,7 @@ class RequestProducer(Producer):
         msg.properties[_CORRELATION_ID] = correlation_id
         msg.properties[_REPLY_TO] = inst.client_id
         msg.properties[_TTL] = str(int(timeout * 1000))
-        table = future_table_of(inst)
+        table = inst.request_futures
         if self.config.with_namespace(msg.topic) not in inst.topic_route_table:
             await self._find_publish_info(self.config.with_namespace(msg.topic))
             await inst.send_heartbeat_to_all_brokers()
