@@ -28,6 +28,7 @@ from server.metrics import (
     MetricsHttpServer,
     Registry,
     RemotingObserver,
+    ServerMetrics,
     add_metrics_arguments,
     metrics_options,
 )
@@ -531,3 +532,28 @@ async def test_http_connection_cap_and_http10(http_server: MetricsHttpServer) ->
             assert status == 200 and await reader.read() == b""
             writer.close()
             break
+
+
+async def test_server_metrics_lifecycle_and_zero_cost_when_all_off() -> None:
+    off = ServerMetrics(metrics_port=None, slow_request_ms=0)
+    assert off.observer is None and off.registry is None and off.address is None
+    await off.start()
+    await off.stop()
+    assert ServerMetrics(metrics_port=None).observer is not None  # slow log on by default
+    on = ServerMetrics(metrics_port=0, slow_request_ms=0)
+    assert on.observer is not None and on.registry is not None
+    await on.start()
+    try:
+        assert on.address is not None
+        host, _, port = on.address.rpartition(":")
+        reader, writer = await asyncio.open_connection(host, int(port))
+        writer.write(b"GET /metrics HTTP/1.0\r\n\r\n")
+        status, _, body = await read_response(reader)
+        writer.close()
+        assert status == 200 and "rocketmq_requests_total" in parse_exposition(body.decode())
+    finally:
+        await on.stop()
+        await on.stop()  # idempotent
+    assert on.address is None
+    with pytest.raises(ValueError):
+        ServerMetrics(metrics_port=65536)
