@@ -37,6 +37,7 @@ from protocol.bodies import (
     LockBatchResponseBody,
     MessageQueue,
     SubscriptionData,
+    TopicList,
     TopicRouteData,
     UnlockBatchRequestBody,
 )
@@ -214,6 +215,19 @@ class MQClientAPI:
                 ResponseCode.TOPIC_NOT_EXIST, f"empty route body for topic {topic}",
                 self.remoting.namesrv_addr_chosen)
         return TopicRouteData.decode(response.body)
+
+    async def get_topic_list_from_namesrv(self, timeout: float | None = None) -> list[str]:
+        """GET_ALL_TOPIC_LIST_FROM_NAMESERVER: every topic the nameserver knows, system
+        topics included, in the nameserver's order (upstream ``getTopicListFromNameServer``).
+
+        Raises:
+            MQBrokerError: the nameserver answered a non-success code.
+        """
+        request = RemotingCommand.create_request(RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER)
+        response = await self.remoting.invoke_namesrv(request, self._t(timeout))
+        if response.code != _SUCCESS:
+            raise self._raise(response, self.remoting.namesrv_addr_chosen)
+        return TopicList.decode(response.body).topic_list if response.body else []
 
     # -- send -------------------------------------------------------------------------------
 

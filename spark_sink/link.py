@@ -50,12 +50,10 @@ from protocol.bodies import (
     HeartbeatData,
     MessageQueue,
     SubscriptionData,
-    TopicList,
     build_subscription_data,
 )
-from protocol.codes import MessageConst, MixAll, Perm, PullSysFlag, RequestCode, ResponseCode
-from protocol.command import RemotingCommand
-from protocol.errors import MQBrokerError, MQClientError, QueryNotFoundError
+from protocol.codes import MessageConst, MixAll, Perm, PullSysFlag
+from protocol.errors import MQClientError, QueryNotFoundError
 from protocol.headers import (
     PullMessageRequestHeader,
     QueryConsumerOffsetRequestHeader,
@@ -112,12 +110,7 @@ class RocketMQLink:
 
     async def topic_list(self) -> list[str]:
         """GET_ALL_TOPIC_LIST_FROM_NAMESERVER, system topics left out."""
-        request = RemotingCommand.create_request(RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER)
-        response = await self.remoting.invoke_namesrv(request, self.timeout)
-        if response.code != ResponseCode.SUCCESS:
-            raise MQBrokerError.for_code(response.code, response.remark,
-                                         self.remoting.namesrv_addr_chosen)
-        topics = TopicList.decode(response.body).topic_list if response.body else []
+        topics = await self.api.get_topic_list_from_namesrv(self.timeout)
         return sorted(t for t in topics if not _SYSTEM_TOPIC.search(t))
 
     async def routes(self, topics: Iterable[str]) -> RouteView:
