@@ -51,13 +51,17 @@ from client import (
     ConsumeOrderlyStatus,
     Message,
     MessageExt,
+    MessageQueue,
     Producer,
     PullStatus,
     PushConsumer,
     SelectMessageQueueByHash,
     SendStatus,
 )
+from client.config import ClientConfig
 from client.pull_consumer import LitePullConsumer, PullConsumer
+from protocol import fastjson
+from protocol.bodies import LockBatchRequestBody
 from protocol.codes import (
     CURRENT_VERSION,
     LanguageCode,
@@ -67,9 +71,11 @@ from protocol.codes import (
     SystemTopic,
 )
 from protocol.command import RemotingCommand
+from protocol.errors import MQBrokerError, TopicNotExistError
 from protocol.message import decode_batch, decode_offset_msg_id, decode_properties
 from tests.interop.wiretap import TO_SERVER, TappedFrame, WireTap
 from tests.procs import ServerProcess, broker_process, namesrv_process
+from tests.replay import ReplayServer
 from tests.vectors import body_bytes, frame, frames_where
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
@@ -616,3 +622,244 @@ def test_version_gates() -> None:
     """
     assert all(CURRENT_VERSION >= gate for gate in (28, 62, 121, 401))
     assert RemotingCommand.create_request(RequestCode.PULL_MESSAGE).version == CURRENT_VERSION
+
+
+# -- part 2: our client on the captured Java answers -------------------------------------
+
+JAVA_BROKER = b"127.0.0.1:10911"  # the broker address inside captured route answers
+JAVA_CLIENT_IP, JAVA_INSTANCE = "192.0.2.2", "vec-VecIdleConsumer"  # its client id
+
+
+def replay_namesrv(broker: ReplayServer, routes: dict[str, int]) -> ReplayServer:
+    """A nameserver answering ``routes[topic]`` (a captured frame id), else frame 6
+    (TOPIC_NOT_EXIST), with the broker address pointed at ``broker``."""
+    def route(req: RemotingCommand) -> int:
+        return routes.get(ext(req)["topic"], 6)
+
+    return ReplayServer({RequestCode.GET_ROUTEINFO_BY_TOPIC: route},
+                        rewrite={JAVA_BROKER: broker.address.encode()})
+
+
+async def test_route_and_send_answers() -> None:
+    """Routes in both JSON forms, TOPIC_NOT_EXIST + TBW102, send and batch answers."""
+    broker = ReplayServer({
+        RequestCode.SEND_MESSAGE_V2: lambda r: 11,
+        RequestCode.SEND_BATCH_MESSAGE: lambda r: 468,
+        RequestCode.HEART_BEAT: lambda r: 42,
+        RequestCode.UNREGISTER_CLIENT: lambda r: 26,
+    })
+    async with broker:
+        namesrv = replay_namesrv(broker, {"VecPropsTopic": 1341, "VecLegacy": 1339, "TBW102": 4})
+        async with namesrv:
+            async with Producer("ReplayPG", namesrv.address) as producer:
+                inst = producer.instance
+                assert inst is not None
+                standard = await inst.api.get_topic_route_info("VecPropsTopic")
+                legacy = await inst.api.get_topic_route_info("VecLegacy")
+                assert standard.to_json() == legacy.to_json()  # frames 1341 / 1339
+                (bd,) = standard.broker_datas
+                assert bd.broker_addrs == {0: broker.address} and bd.broker_name == "broker-a"
+                (qd,) = standard.queue_datas
+                assert (qd.read_queue_nums, qd.write_queue_nums, qd.perm) == (4, 4, 6)
+                with pytest.raises(TopicNotExistError) as err:
+                    await inst.api.get_topic_route_info("NoSuchTopic")
+                assert err.value.remark == frame(6)["header"]["remark"]
+
+                # A new topic: TOPIC_NOT_EXIST, then the TBW102 route (8 queues, frame 4)
+                # clamped to 4; the send answer of frame 11.
+                result = await producer.send(Message("VecNewTopic", b"x", tags="t"))
+                h = java_ext(frame(11))
+                assert result.status is SendStatus.SEND_OK
+                assert result.offset_msg_id == h["msgId"]
+                assert (result.message_queue.queue_id, result.queue_offset) == \
+                    (int(h["queueId"]), int(h["queueOffset"]))
+                assert (result.region_id, result.trace_on) == (h["MSG_REGION"], True)
+                assert result.message_queue.broker_name == "broker-a"
+                assert result.msg_id is not None and len(result.msg_id) == 32
+                topics = [ext(c)["topic"] for c in namesrv.requests]
+                assert "TBW102" in topics[topics.index("VecNewTopic"):]
+                assert {int(ext(c)["e"]) for c in broker.requests_of(RequestCode.SEND_MESSAGE_V2)} \
+                    <= {0, 1, 2, 3}
+                batch = await producer.send([Message("VecNewTopic", f"b{i}".encode())
+                                             for i in range(3)])
+                hb = java_ext(frame(468))
+                assert batch.offset_msg_id == hb["msgId"] and len(hb["msgId"].split(",")) == 3
+                assert batch.msg_id is not None and len(batch.msg_id.split(",")) == 3
+                assert batch.queue_offset == int(hb["queueOffset"])
+            assert [ext(c).get("producerGroup") for c in broker.requests_of(RequestCode.UNREGISTER_CLIENT)] \
+                == ["ReplayPG", MixAll.CLIENT_INNER_PRODUCER_GROUP]
+
+
+async def test_push_consumer_on_java_answers() -> None:
+    """The idle_consumer conversation replayed: FOUND / SUBSCRIPTION_NOT_LATEST /
+    PULL_NOT_FOUND pulls, GET_CONSUMER_RUNNING_INFO (frames 1189/1190) and a JSON
+    NOTIFY_CONSUMER_IDS_CHANGED sent to a ROCKETMQ client (frame 204)."""
+    script = {2: [1149, 1199], 0: [1151, 1202], 1: [1152, 1201], 3: [1153, 1164, 1198]}
+    pulled: dict[int, list[RemotingCommand]] = {q: [] for q in script}
+
+    def pull(req: RemotingCommand) -> int | None:
+        q = int(ext(req)["queueId"])
+        pulled[q].append(req)
+        answers = script[q]
+        return answers[len(pulled[q]) - 1] if len(pulled[q]) <= len(answers) else None  # hold
+
+    broker = ReplayServer({
+        RequestCode.HEART_BEAT: lambda r: 1133,
+        RequestCode.GET_CONSUMER_LIST_BY_GROUP: lambda r: 1135,
+        RequestCode.QUERY_CONSUMER_OFFSET: lambda r: 1137,
+        RequestCode.PULL_MESSAGE: pull,
+        RequestCode.UNREGISTER_CLIENT: lambda r: 1230,
+    })
+    got: list[MessageExt] = []
+
+    async def listener(msgs: list[MessageExt], ctx: object) -> ConsumeConcurrentlyStatus:
+        got.extend(msgs)
+        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+    async with broker, replay_namesrv(broker, {"TestTopic": 1121, "TBW102": 1129}) as namesrv:
+        consumer = PushConsumer(
+            "VecIdleConsumer", config=ClientConfig(namesrv_addr=namesrv.address,
+                                                   client_ip=JAVA_CLIENT_IP,
+                                                   instance_name=JAVA_INSTANCE),
+            consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
+        consumer.subscribe("TestTopic", "*")
+        consumer.register_message_listener(listener)
+        await consumer.start()
+        try:
+            assert consumer.instance is not None
+            assert consumer.instance.client_id == "192.0.2.2@vec-VecIdleConsumer"
+            await broker.wait_until("every scripted pull answered and the next one sent", lambda: all(
+                len(pulled[q]) > len(script[q]) for q in script))
+            await wait_for(lambda: len(got) == 40, "the 40 captured messages consumed")
+            # After each answer the next pull starts at its nextBeginOffset (frames 1158-1205).
+            for q, answers in script.items():
+                for req, fid in zip(pulled[q][1:], answers, strict=True):
+                    if frame(fid)["code"] in (0, 19):
+                        assert ext(req)["queueOffset"] == java_ext(frame(fid))["nextBeginOffset"]
+                    else:  # SUBSCRIPTION_NOT_LATEST: the same offset again, later
+                        assert frame(fid)["code"] == 25
+                        assert ext(req)["queueOffset"] == ext(pulled[q][0])["queueOffset"]
+            # MIN_OFFSET / MAX_OFFSET from each FOUND answer's header (processPullResult).
+            maxes = {int(java_ext(frame(f))["maxOffset"]) for fs in script.values() for f in fs
+                     if frame(f)["code"] == 0}
+            assert {int(m.properties["MAX_OFFSET"]) for m in got} == maxes
+            assert {m.properties["MIN_OFFSET"] for m in got} == {"0"}
+            assert len({(m.queue_id, m.queue_offset) for m in got}) == 40
+
+            # GET_CONSUMER_RUNNING_INFO forwarded by the broker (frame 1189).
+            resp = await broker.push(1189)
+            java_resp = frame(1190)
+            assert resp is not None and resp.code == java_resp["code"] == 0
+            assert resp.remark == java_resp["header"]["remark"]
+            assert resp.ext_fields is None and "extFields" not in java_resp["header"]
+            assert resp.body is not None
+            ours, theirs = fastjson.loads(bytes(resp.body)), fastjson.loads(java_resp["body_text"])
+            assert list(ours) == list(theirs)
+            assert len(ours["mqTable"]) == len(theirs["mqTable"]) == 4
+            for table in ("mqTable", "statusTable"):
+                assert {tuple(v) for v in ours[table].values()} == \
+                    {tuple(v) for v in theirs[table].values()}, table
+            assert key_tree(ours["subscriptionSet"]) == key_tree(theirs["subscriptionSet"])
+            # The PROP_* keys mqadmin reads, and the consumer settings both have; Java's
+            # bean dump of JVM objects (log, offsetStore, ...) has no Python counterpart.
+            shared = {k for k in theirs["properties"] if k.startswith("PROP_")} | {
+                "consumerGroup", "messageModel", "consumeFromWhere", "pullBatchSize",
+                "consumeMessageBatchMaxSize"}
+            assert shared <= set(ours["properties"])
+
+            # NOTIFY_CONSUMER_IDS_CHANGED in JSON, as the broker sent it to a ROCKETMQ
+            # client (frame 204): we rebalance at once (a new consumer-list request).
+            assert frame(204)["serialize"] == "JSON"
+            before = len(broker.requests_of(RequestCode.GET_CONSUMER_LIST_BY_GROUP))
+            assert await broker.push(204) is None
+            await broker.wait_until("a rebalance after the notification", lambda: len(
+                broker.requests_of(RequestCode.GET_CONSUMER_LIST_BY_GROUP)) > before)
+        finally:
+            await consumer.shutdown()
+    unreg = broker.requests_of(RequestCode.UNREGISTER_CLIENT)
+    assert [ext(c).get("consumerGroup") or ext(c).get("producerGroup") for c in unreg] == \
+        ["VecIdleConsumer", MixAll.CLIENT_INNER_PRODUCER_GROUP]
+
+
+async def test_pull_api_on_java_answers() -> None:
+    """Pull results (FOUND with the exact tag re-filter, compressed, PULL_NOT_FOUND,
+    SUBSCRIPTION_NOT_LATEST) and the offset, lock and query answers."""
+    next_pull: list[int] = []
+    broker = ReplayServer({
+        RequestCode.PULL_MESSAGE: lambda r: next_pull.pop(0),
+        RequestCode.QUERY_CONSUMER_OFFSET: lambda r: 46,
+        RequestCode.GET_CONSUMER_LIST_BY_GROUP: lambda r: 44,
+        RequestCode.LOCK_BATCH_MQ: lambda r: 736,
+        RequestCode.GET_MAX_OFFSET: lambda r: 909,
+        RequestCode.GET_MIN_OFFSET: lambda r: 912,
+        RequestCode.SEARCH_OFFSET_BY_TIMESTAMP: lambda r: 915,
+        RequestCode.GET_EARLIEST_MSG_STORETIME: lambda r: 917,
+        RequestCode.QUERY_MESSAGE: lambda r: 919,
+        RequestCode.VIEW_MESSAGE_BY_ID: lambda r: 921,
+        RequestCode.UNREGISTER_CLIENT: lambda r: 163,
+    })
+    routes = {"TestTopic": 1121, "VecPropsTopic": 1341, "VecCompressTopic": 1341,
+              "VecMiscTopic": 1341}
+    async with broker, replay_namesrv(broker, routes) as namesrv, \
+            PullConsumer("ReplayPullCG", namesrv.address) as pc:
+        inst = pc.instance
+        assert inst is not None
+        mq = MessageQueue("TestTopic", "broker-a", 0)
+        # Frame 60: 11 messages tagged sync / async / oneway; the broker filters by tag
+        # hash only, so the client keeps exactly the subscribed tag.
+        next_pull.append(60)
+        all_msgs = await pc.pull(mq, "*", 0, 32)
+        next_pull.append(60)
+        only_sync = await pc.pull(mq, "sync", 0, 32)
+        h = java_ext(frame(60))
+        assert all_msgs.status is PullStatus.FOUND and len(all_msgs.msg_found_list) == 11
+        assert (all_msgs.next_begin_offset, all_msgs.min_offset, all_msgs.max_offset) == \
+            (int(h["nextBeginOffset"]), int(h["minOffset"]), int(h["maxOffset"]))
+        assert [m.tags for m in only_sync.msg_found_list] == \
+            [m.tags for m in all_msgs.msg_found_list if m.tags == "sync"] != []
+        for m in all_msgs.msg_found_list:
+            assert (m.properties["MIN_OFFSET"], m.properties["MAX_OFFSET"]) == \
+                (h["minOffset"], h["maxOffset"])
+        # Frame 374: the props message (unicode properties, KEYS, TAGS).
+        next_pull.append(374)
+        (props,) = (await pc.pull(MessageQueue("VecPropsTopic", "broker-a", 0), "TagA || TagB",
+                                  0, 32)).msg_found_list
+        assert props.tags == "TagA" and props.keys == "vkey1 vkey2"
+        assert props.properties["unicode"] == "héllo-世界"
+        # Frame 439: the compressed record comes back as the original 8206 bytes.
+        next_pull.append(439)
+        (big,) = (await pc.pull(MessageQueue("VecCompressTopic", "broker-a", 0), "*", 0,
+                                32)).msg_found_list
+        assert big.body == zlib.decompress(body_bytes(395))
+        # PULL_NOT_FOUND (frame 1198) and SUBSCRIPTION_NOT_LATEST (frame 79).
+        next_pull.append(1198)
+        none = await pc.pull(mq, "*", 10, 32)
+        assert none.status is PullStatus.NO_NEW_MSG and none.msg_found_list == []
+        assert none.next_begin_offset == int(java_ext(frame(1198))["nextBeginOffset"])
+        next_pull.append(79)
+        with pytest.raises(MQBrokerError) as err:
+            await pc.pull(mq, "*", 0, 32)
+        assert err.value.code == frame(79)["code"] == 25
+
+        addr = inst.find_broker_address_in_publish("broker-a")
+        assert addr == broker.address
+        api = inst.api
+        misc = MessageQueue("VecMiscTopic", "broker-a", 2)
+        assert await api.get_max_offset(addr, misc) == int(java_ext(frame(909))["offset"])
+        assert await api.get_min_offset(addr, misc) == int(java_ext(frame(912))["offset"])
+        assert await api.search_offset(addr, misc, 1) == int(java_ext(frame(915))["offset"])
+        assert await api.get_earliest_msg_storetime(addr, misc) == \
+            int(java_ext(frame(917))["timestamp"])
+        key = java_ext(frame(918))["key"]
+        (hit,) = await api.query_message(addr, "VecMiscTopic", key)
+        assert hit.keys == key and hit.topic == "VecMiscTopic"
+        assert await api.query_message(addr, "VecMiscTopic", key + "-other") == []
+        viewed = await api.view_message(addr, hit.commit_log_offset)
+        assert viewed.body == hit.body and viewed.msg_id == hit.msg_id
+        assert await inst.fetch_consume_offset("ReplayPullCG", mq) == 0  # frame 46
+        assert await api.get_consumer_id_list(addr, "HarnessPushGroup-vecjson") == \
+            json.loads(frame(44)["body_text"])["consumerIdList"]
+        locked = await api.lock_batch_mq(addr, LockBatchRequestBody(
+            consumer_group="VecOrderConsumer", client_id="192.0.2.2@vec-VecOrderConsumer",
+            mq_set=[MessageQueue("VecOrderTopic", "broker-a", 1)]))
+        assert locked == [MessageQueue("VecOrderTopic", "broker-a", 1)]  # frame 736
