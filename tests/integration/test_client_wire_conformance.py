@@ -11,7 +11,9 @@ flag, header serialize type, body shapes and the order of the first exchanges.
 Part 2 plays the captured Java broker's and nameserver's answers to our client through a
 fake server (``tests/replay.py``) that replays the captured frame bytes, changing only
 the opaque (and, in route bodies, the broker address so that the client dials the fake
-broker), so the whole client stack parses them.
+broker), so the whole client stack parses them; it also plays the broker's own requests
+(GET_CONSUMER_RUNNING_INFO, NOTIFY_CONSUMER_IDS_CHANGED, CHECK_TRANSACTION_STATE,
+PUSH_REPLY_MESSAGE_TO_CLIENT) and holds our answers to the Java client's.
 
 Differences we keep on purpose, each asserted below with its reason:
 
@@ -60,6 +62,7 @@ from client import (
 )
 from client.config import ClientConfig
 from client.pull_consumer import LitePullConsumer, PullConsumer
+from client.transaction_producer import LocalTransactionState, TransactionProducer
 from protocol import fastjson
 from protocol.bodies import LockBatchRequestBody
 from protocol.codes import (
@@ -863,3 +866,36 @@ async def test_pull_api_on_java_answers() -> None:
             consumer_group="VecOrderConsumer", client_id="192.0.2.2@vec-VecOrderConsumer",
             mq_set=[MessageQueue("VecOrderTopic", "broker-a", 1)]))
         assert locked == [MessageQueue("VecOrderTopic", "broker-a", 1)]  # frame 736
+
+
+async def test_transaction_check_and_push_reply_answers() -> None:
+    """CHECK_TRANSACTION_STATE (frame 823) answered with END_TRANSACTION as frame 824;
+    PUSH_REPLY_MESSAGE_TO_CLIENT (frame 1314) answered with a bare SUCCESS as frame 1315."""
+    broker = ReplayServer({RequestCode.HEART_BEAT: lambda r: 1133,
+                           RequestCode.UNREGISTER_CLIENT: lambda r: 26})
+    async with broker, replay_namesrv(broker, {"TestTopic": 1121}) as namesrv:
+        producer = TransactionProducer(
+            "VecTxProducerGroup", namesrv.address,
+            check_local_transaction=lambda msg: LocalTransactionState.COMMIT_MESSAGE)
+        await producer.start()
+        try:
+            inst = producer.instance
+            assert inst is not None
+            await inst.update_topic_route("TestTopic")
+            await inst.send_heartbeat_to_all_brokers()  # the connection the broker calls back on
+            assert await broker.push(823) is None
+            await broker.wait_until("END_TRANSACTION", lambda: bool(
+                broker.requests_of(RequestCode.END_TRANSACTION)))
+            (end,) = broker.requests_of(RequestCode.END_TRANSACTION)
+            java_end = frame(824)
+            assert ext(end) == java_ext(java_end)  # no bname, transactionId, offsets echoed
+            assert oneway(end) and java_end["oneway"]
+            assert end.remark is None and "remark" not in java_end["header"]
+
+            reply = await broker.push(1314)
+            java_reply = frame(1315)
+            assert reply is not None and reply.code == java_reply["code"] == 0
+            assert reply.ext_fields is None and "extFields" not in java_reply["header"]
+            assert not reply.body and java_reply["body_length"] == 0
+        finally:
+            await producer.shutdown()
