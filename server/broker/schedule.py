@@ -203,6 +203,14 @@ class ScheduleMessageService(ConfigManager):
         if event is not None:
             event.set()
 
+    def build_running_stats(self, stats: dict[str, str]) -> None:
+        """``buildRunningStats``: ``scheduleMessageOffset_<level>`` = ``"<offset>,<max offset>"``
+        for every level with a recorded offset (GET_BROKER_RUNTIME_INFO, vectors frame 1013)."""
+        for level, offset in self.offset_table.items():
+            max_offset = self._store.get_max_offset_in_queue(
+                _SCHEDULE_TOPIC, delay_level_to_queue_id(level))
+            stats[f"scheduleMessageOffset_{level}"] = f"{offset},{max_offset}"
+
     # -- GET_ALL_DELAY_OFFSET -----------------------------------------------------------
 
     def handlers(self) -> dict[int, Handler]:

@@ -194,6 +194,8 @@ class AdminBrokerStatsProcessor:
         info.update(store.runtime_info())
         commit_dir = b.store_config.commit_log_dir
         info["commitLogDiskRatio_" + commit_dir] = info.get("commitLogDiskRatio", "0.0")
+        if b.schedule is not None:  # upstream DefaultMessageStore.getRuntimeInfo
+            b.schedule.build_running_stats(info)
         info.update(self.stats.runtime_info())
         info.update({
             "brokerVersionDesc": MQVersion.desc(CURRENT_VERSION),
