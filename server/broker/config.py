@@ -163,6 +163,7 @@ _STORE_KEYS = {
     "flush_consume_queue_thorough_interval_ms": "flushConsumeQueueThoroughInterval",
     "sync_flush_timeout_ms": "syncFlushTimeout",
     "clean_resource_interval_ms": "cleanResourceInterval",
+    "check_crc_on_recover": "checkCRCOnRecover",
 }
 
 

@@ -144,6 +144,7 @@ _ALIASES = {
     "flushConsumeQueueThoroughInterval": "flush_consume_queue_thorough_interval_ms",
     "syncFlushTimeout": "sync_flush_timeout_ms",
     "cleanResourceInterval": "clean_resource_interval_ms",
+    "checkCRCOnRecover": "check_crc_on_recover",
 }
 
 _CAMEL = re.compile(r"(?<=[a-z0-9])([A-Z])")
