@@ -13,7 +13,9 @@ Contract (upstream ``NettyRemotingAbstract`` + ``ResponseFuture``; REMOTING.md 1
 * Writing: frames are queued as ``encode_parts()`` pieces and flushed with one
   ``transport.writelines`` per loop iteration, so the responses to one read batch leave
   together. The transport's write watermarks gate ``invoke*`` (and, on servers, reading).
-* Timeouts: a sync ``invoke`` has a precise per-request timer (asyncpg ``_new_waiter``);
+* Timeouts: a sync ``invoke`` is expired by a timer shared with the other sync requests
+  whose deadlines fall in the same 1/128 s slot (one timer per slot, not per request: the
+  timeout fires once, at most one slot after the deadline, as ``RemotingTimeoutError``);
   ``invoke_async`` entries are expired by a periodic scan like upstream
   ``scanResponseTable`` (deadline + 1 s, every second), which also closes idle channels.
 * Permits: async and oneway invocations take a permit from a ``Permits`` pool (upstream
@@ -84,6 +86,9 @@ SCAN_GRACE = 1.0  # scanResponseTable: beginTimestamp + timeoutMillis + 1000 <= 
 DEFAULT_WRITE_HIGH_WATER = 4 * 1024 * 1024
 DEFAULT_WRITE_LOW_WATER = 1024 * 1024
 _FLUSH_AT = 256 * 1024  # queued bytes that trigger a flush before the end of the iteration
+# Sync deadlines are rounded up to 1/128 s slots (exact in binary floating point), and each
+# slot has one timer: a per-request timer costs a timer handle created and cancelled per call.
+_SLOTS_PER_SECOND = 128
 
 _RESPONSE = int(RpcFlag.RESPONSE)
 _ONEWAY = int(RpcFlag.ONEWAY)
@@ -188,7 +193,9 @@ class ResponseFuture:
 
     Upstream ``ResponseFuture``. ``future`` completes exactly once (response, timeout,
     connection closed, or cancelled by the caller); that completion removes the entry from
-    the table, cancels its timer, releases its permit and runs its callback, each once.
+    the table, releases its permit and runs its callback, each once. A sync ``invoke``
+    builds its entry with ``watch=False`` and does that cleanup itself when its await ends
+    (no done-callback per request).
     """
 
     __slots__ = (
@@ -199,7 +206,7 @@ class ResponseFuture:
         "future",
         "callback",
         "_permits",
-        "_timer",
+        "_slot",
         "_table",
     )
 
@@ -213,6 +220,8 @@ class ResponseFuture:
         table: dict[int, ResponseFuture],
         permits: Permits | None = None,
         callback: InvokeCallback | None = None,
+        *,
+        watch: bool = True,
     ) -> None:
         self.opaque = opaque
         self.request_code = request_code
@@ -221,9 +230,10 @@ class ResponseFuture:
         self.future = future
         self.callback = callback
         self._permits = permits
-        self._timer: asyncio.TimerHandle | None = None
+        self._slot: dict[int, ResponseFuture] | None = None  # a sync request's timeout slot
         self._table = table
-        future.add_done_callback(self._on_done)
+        if watch:
+            future.add_done_callback(self._on_done)
 
     @property
     def response(self) -> RemotingCommand | None:
@@ -248,9 +258,6 @@ class ResponseFuture:
         return isinstance(self.cause, RemotingTimeoutError)
 
     def _on_done(self, fut: asyncio.Future[RemotingCommand]) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
         table = self._table
         if table.get(self.opaque) is self:
             del table[self.opaque]
@@ -308,6 +315,8 @@ class Channel(asyncio.Protocol):
         "local_addr",
         "attrs",
         "_pending",
+        "_slots",
+        "_slot_timers",
         "_tasks",
         "_wbuf",
         "_wrelease",
@@ -360,6 +369,9 @@ class Channel(asyncio.Protocol):
         self.local_addr = "?"
         self.attrs: dict[str, Any] = {}  # owner data, e.g. a broker's client id for this peer
         self._pending: dict[int, ResponseFuture] = {}
+        # slot number -> sync entries expiring at its end, and that slot's one timer
+        self._slots: dict[int, dict[int, ResponseFuture]] = {}
+        self._slot_timers: dict[int, asyncio.TimerHandle] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._wbuf: list[bytes | bytearray | memoryview] = []
         self._wrelease: list[Permits] = []
@@ -689,11 +701,35 @@ class Channel(asyncio.Protocol):
         cmd.flag &= ~_RESPONSE
         head, body = cmd.encode_parts()  # before registering: an encode error leaves no entry
         fut: asyncio.Future[RemotingCommand] = loop.create_future()
-        entry = ResponseFuture(cmd.opaque, cmd.code, timeout, deadline, fut, self._pending)
-        entry._timer = loop.call_at(deadline, self._expire, entry)
+        opaque = cmd.opaque
+        entry = ResponseFuture(opaque, cmd.code, timeout, deadline, fut, self._pending,
+                               watch=False)
+        number = -int(-deadline * _SLOTS_PER_SECOND // 1)  # ceil: never before the deadline
+        slot = self._slots.get(number)
+        if slot is None:
+            slot = self._slots[number] = {}
+            self._slot_timers[number] = loop.call_at(number / _SLOTS_PER_SECOND,
+                                                     self._expire_slot, number)
+        slot[opaque] = entry
+        entry._slot = slot
         self._register(entry)
         self._queue(head, body)
-        return await fut
+        try:
+            return await fut
+        finally:
+            # Answered, expired, failed by close, or cancelled: forget the entry either way.
+            if slot.get(opaque) is entry:
+                del slot[opaque]
+            pending = self._pending
+            if pending.get(opaque) is entry:
+                del pending[opaque]
+
+    def _expire_slot(self, number: int) -> None:
+        self._slot_timers.pop(number, None)
+        slot = self._slots.pop(number, None)
+        if slot:
+            for entry in list(slot.values()):
+                self._expire(entry)
 
     def _register(self, entry: ResponseFuture) -> None:
         pending = self._pending
@@ -707,7 +743,6 @@ class Channel(asyncio.Protocol):
         pending[entry.opaque] = entry
 
     def _expire(self, entry: ResponseFuture) -> None:
-        entry._timer = None
         pending = self._pending
         if pending.get(entry.opaque) is entry:
             del pending[entry.opaque]
@@ -824,7 +859,7 @@ class Channel(asyncio.Protocol):
         pending = self._pending
         if pending:
             limit = now - SCAN_GRACE
-            expired = [e for e in pending.values() if e._timer is None and e.deadline <= limit]
+            expired = [e for e in pending.values() if e._slot is None and e.deadline <= limit]
             for entry in expired:
                 log.warning("remoting.request_timeout", peer=self.remote_addr,
                             opaque=entry.opaque, code=entry.request_code, timeout=entry.timeout)
@@ -862,6 +897,11 @@ class Channel(asyncio.Protocol):
         if self._scan_handle is not None:
             self._scan_handle.cancel()
             self._scan_handle = None
+        if self._slot_timers:
+            for timer in self._slot_timers.values():
+                timer.cancel()
+            self._slot_timers.clear()
+            self._slots.clear()
         transport = self._transport
         if transport is not None:
             if self._wbuf and not abort:

@@ -280,6 +280,37 @@ async def test_sync_timeout_raises_once_and_forgets_entry(channel: Channel, held
     assert len(unmatched) == 1 and unmatched[0]["opaque"] == req.opaque
 
 
+async def test_sync_timeouts_sharing_a_slot_each_fire_once(channel: Channel, held: Held) -> None:
+    # Deadlines this close share a timeout slot (one timer): each call still fails once,
+    # with its own opaque, and answered neighbours are unaffected.
+    reqs = [request(HOLD) for _ in range(8)]
+    calls = [asyncio.ensure_future(channel.invoke(r, timeout=0.05)) for r in reqs]
+    echoed = await channel.invoke(request(ECHO), timeout=5)
+    assert echoed.code == ResponseCode.SUCCESS
+    results = await asyncio.gather(*calls, return_exceptions=True)
+    assert all(isinstance(r, RemotingTimeoutError) for r in results)
+    for req, err in zip(reqs, results, strict=True):
+        assert f"opaque={req.opaque}" in str(err)
+    assert channel.pending_count == 0
+    assert not channel._slots or all(not slot for slot in channel._slots.values())
+    for _ in reqs:
+        await held.items.get()
+
+
+async def test_close_cancels_slot_timers_and_fails_sync_calls(server: RemotingServer,
+                                                              held: Held) -> None:
+    ch = await Channel.connect("127.0.0.1", server.port)
+    calls = [asyncio.ensure_future(ch.invoke(request(HOLD), timeout=10)) for _ in range(3)]
+    for _ in calls:
+        await held.items.get()
+    assert ch._slot_timers
+    ch.close()
+    results = await asyncio.gather(*calls, return_exceptions=True)
+    assert all(isinstance(r, ConnectionClosedError) for r in results)
+    assert not ch._slot_timers and not ch._slots and ch.pending_count == 0
+    await ch.wait_closed()
+
+
 async def test_async_timeout_by_scan_fires_exactly_once(server: RemotingServer,
                                                         held: Held) -> None:
     ch = await Channel.connect("127.0.0.1", server.port, scan_interval=0.05, async_permits=4)
