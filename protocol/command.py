@@ -43,6 +43,9 @@ _LANG_BY_NAME = {lc.name: lc for lc in LanguageCode}
 _LANG_BY_VALUE = {lc.value: lc for lc in LanguageCode}
 _encode_str = json.encoder.encode_basestring  # type: ignore[attr-defined]  # "..." with escapes, non-ASCII raw
 _json_loads = json.loads
+# The C scanner behind json.loads, called directly for the common case (a UTF-8 object with
+# nothing around it); anything else goes through json.loads for its exact leniency and errors.
+_scan_once = json.decoder.JSONDecoder().scan_once  # type: ignore[attr-defined]
 
 # A request type always carries the same extFields key set, so the Java HashMap order of
 # each key tuple is computed once (bounded: distinct key sets are few).
@@ -282,20 +285,39 @@ class RemotingCommand:
 
     @classmethod
     def _decode_json_header(cls, header: memoryview) -> RemotingCommand:
+        data = bytes(header)
+        obj: Any = None
         try:
-            obj = _json_loads(bytes(header))
-        except (ValueError, UnicodeDecodeError, RecursionError) as exc:
-            raise HeaderError(f"JSON header does not parse: {exc.__class__.__name__}") from None
+            text = data.decode("utf-8")
+            obj, end = _scan_once(text, 0)
+            if end != len(text):
+                obj = None
+        except (ValueError, StopIteration, RecursionError):
+            obj = None
+        if obj is None:
+            try:
+                obj = _json_loads(data)
+            except (ValueError, UnicodeDecodeError, RecursionError) as exc:
+                raise HeaderError(f"JSON header does not parse: {exc.__class__.__name__}") from None
         if not isinstance(obj, dict):
             raise HeaderError("JSON header is not an object")
-        try:
-            code = _as_int(obj.get("code", 0))
-            flag = _as_int(obj.get("flag", 0))
-            version = _as_int(obj.get("version", 0))
-            opaque_raw = obj.get("opaque")
-            opaque = next_opaque() if opaque_raw is None else _as_int(opaque_raw)
-        except (TypeError, ValueError) as exc:
-            raise HeaderError(f"JSON header field has the wrong type: {exc}") from None
+        get = obj.get
+        code = get("code", 0)
+        flag = get("flag", 0)
+        version = get("version", 0)
+        opaque = get("opaque")
+        # Java writes plain ints; anything else (strings, out of range) takes the checked path.
+        if not (type(code) is int and type(flag) is int and type(version) is int
+                and type(opaque) is int and -0x80000000 <= opaque <= 0x7FFFFFFF
+                and -0x80000000 <= code <= 0x7FFFFFFF and -0x80000000 <= flag <= 0x7FFFFFFF
+                and -0x80000000 <= version <= 0x7FFFFFFF):
+            try:
+                code = _as_int(code)
+                flag = _as_int(flag)
+                version = _as_int(version)
+                opaque = next_opaque() if opaque is None else _as_int(opaque)
+            except (TypeError, ValueError) as exc:
+                raise HeaderError(f"JSON header field has the wrong type: {exc}") from None
         lang_raw = obj.get("language", "JAVA")
         if isinstance(lang_raw, str):
             language: int = _LANG_BY_NAME.get(lang_raw, LanguageCode.OTHER)
@@ -311,6 +333,13 @@ class RemotingCommand:
         if ext_raw is None:
             ext = None
         elif isinstance(ext_raw, dict):
+            for v in ext_raw.values():
+                if type(v) is not str:
+                    break
+            else:
+                ext = ext_raw  # all strings (Java's case): the parsed dict is ours to keep
+                return cls(code, language=language, version=version, opaque=opaque, flag=flag,
+                           remark=remark, ext_fields=ext, serialize_type=SerializeType.JSON)
             ext = {}
             for k, v in ext_raw.items():
                 if v is None:
