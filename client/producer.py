@@ -35,8 +35,8 @@ import random
 import re
 import socket
 import time
-from collections.abc import Callable, Iterable, Sequence
-from typing import Any, Protocol
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from typing import Any, Protocol, cast
 
 import structlog
 
@@ -424,6 +424,7 @@ class Producer:
         self.topic_publish_info_table: dict[str, TopicPublishInfo] = {}
         self._async_tasks: set[asyncio.Task[SendResult]] = set()
         self._uniq = _uniq_generator(self.config.client_ip)
+        self._loop: asyncio.AbstractEventLoop = cast(asyncio.AbstractEventLoop, None)  # start()
 
     # -- lifecycle --------------------------------------------------------------------------
 
@@ -454,6 +455,9 @@ class Producer:
             raise MQClientError(f"The producer group[{self.group}] has been created before, "
                                 f"specify another name please.{FAQ_URL}")
         self.topic_publish_info_table[self.create_topic_key] = TopicPublishInfo()
+        # Deadlines are read on this loop's clock: asyncio.get_running_loop() per send is a
+        # getpid() system call (CPython's fork check), several per message otherwise.
+        self._loop = asyncio.get_running_loop()
         self.state = ServiceState.RUNNING
         await self.instance.send_heartbeat_to_all_brokers()
         log.info("producer.started", group=self.group, client_id=self.instance.client_id)
@@ -624,11 +628,12 @@ class Producer:
     async def _send(self, msg: Message | Sequence[Message], mq: MessageQueue | None,
                     selector: Any, arg: Any, timeout: float | None, mode: int) -> Any:
         self._check_running()
-        loop = asyncio.get_running_loop()
         budget = self.send_msg_timeout_ms / 1000 if timeout is None else timeout
-        deadline = loop.time() + budget
+        deadline = self._loop.time() + budget
         one, members = self._prepare(msg)
         try:
+            if mq is None and selector is None:  # the common case, one coroutine less
+                return await self._send_default(one, members, mode, deadline, budget)
             return await self._send_prepared(one, members, mq, selector, arg, mode, deadline,
                                              budget)
         finally:
@@ -640,7 +645,7 @@ class Producer:
     async def _send_prepared(self, one: Message, members: list[Message] | None,
                              mq: MessageQueue | None, selector: Any, arg: Any, mode: int,
                              deadline: float, budget: float) -> Any:
-        loop = asyncio.get_running_loop()
+        loop = self._loop
         if mq is not None:
             if self.config.with_namespace(mq.topic) != one.topic:
                 raise MQClientError("message's topic not equal mq's topic")
@@ -665,8 +670,10 @@ class Producer:
 
     async def _send_default(self, msg: Message, members: list[Message] | None, mode: int,
                             deadline: float, budget: float) -> SendResult | None:
-        loop = asyncio.get_running_loop()
-        info = await self._find_publish_info(msg.topic)
+        loop = self._loop
+        info = self.topic_publish_info_table.get(msg.topic)
+        if info is None or not info.ok():
+            info = await self._find_publish_info(msg.topic)
         if not info.ok():
             raise self._no_route(msg.topic)
         if mode == _MODE_SYNC:
@@ -724,17 +731,34 @@ class Producer:
             f"BrokersSent: {brokers_sent}{FAQ_URL}")
         raise last_exc
 
-    async def _send_kernel(self, msg: Message, members: list[Message] | None, mq: MessageQueue,
-                           mode: int, deadline: float, budget: float) -> SendResult | None:
-        """``sendKernelImpl``: one attempt to one queue within what is left of the budget."""
+    def _send_kernel(self, msg: Message, members: list[Message] | None, mq: MessageQueue,
+                     mode: int, deadline: float, budget: float
+                     ) -> Awaitable[SendResult | None]:
+        """``sendKernelImpl``: one attempt to one queue within what is left of the budget.
+
+        A plain function returning the request's awaitable (one coroutine frame less per
+        send); only a broker address missing from the route takes a coroutine first.
+        """
         inst = self._check_running()
-        loop = asyncio.get_running_loop()
         addr = inst.find_broker_address_in_publish(mq.broker_name)
         if addr is None:
-            await self._find_publish_info(mq.topic)
-            addr = inst.find_broker_address_in_publish(mq.broker_name)
+            return self._send_kernel_after_route(msg, members, mq, mode, deadline, budget)
+        return self._send_kernel_to(inst, addr, msg, members, mq, mode, deadline, budget)
+
+    async def _send_kernel_after_route(self, msg: Message, members: list[Message] | None,
+                                       mq: MessageQueue, mode: int, deadline: float,
+                                       budget: float) -> SendResult | None:
+        inst = self._check_running()
+        await self._find_publish_info(mq.topic)
+        addr = inst.find_broker_address_in_publish(mq.broker_name)
         if addr is None:
             raise MQClientError(f"The broker[{mq.broker_name}] not exist")
+        return await self._send_kernel_to(inst, addr, msg, members, mq, mode, deadline, budget)
+
+    def _send_kernel_to(self, inst: MQClientInstance, addr: str, msg: Message,
+                        members: list[Message] | None, mq: MessageQueue, mode: int,
+                        deadline: float, budget: float) -> Awaitable[SendResult | None]:
+        loop = self._loop
         batch = members is not None
         props = msg.properties
         if not batch and _UNIQ_KEY not in props:
@@ -774,10 +798,8 @@ class Producer:
             raise RemotingTimeoutError(f"sendKernelImpl call timeout: {int(budget * 1000)}ms "
                                        f"used up before sending to {addr}")
         if mode == _MODE_ONEWAY:
-            await inst.api.send_message_oneway(addr, msg, body, header, remaining)
-            return None
+            return inst.api.send_message_oneway(addr, msg, body, header, remaining)
         uniq_ids = [m.properties[_UNIQ_KEY] for m in members] if members is not None else None
-        result = await inst.api.send_message(addr, mq.broker_name, msg, body, header, remaining,
-                                             uniq_ids)
-        return result
+        return inst.api.send_message(addr, mq.broker_name, msg, body, header, remaining,
+                                     uniq_ids)
 

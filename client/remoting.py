@@ -194,10 +194,26 @@ class RemotingClient:
         Raises:
             RemotingConnectError, RemotingTimeoutError, ConnectionClosedError.
         """
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
-        channel = await self.get_channel(addr)
-        return await self._invoke_on(channel, addr, cmd, deadline - loop.time(), timeout)
+        channel = self._channels.get(addr)
+        if channel is not None and channel.is_active:
+            remaining = timeout  # the hot path: no coroutine or clock read before the channel
+        else:
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + timeout
+            channel = await self.get_channel(addr)
+            remaining = deadline - loop.time()
+        if remaining <= 0:
+            raise RemotingTimeoutError(
+                f"invokeSync call the addr[{addr}] timeout: connecting used the whole "
+                f"{int(timeout * 1000)}ms, request code={cmd.code}")
+        try:
+            return await channel.invoke(cmd, remaining)
+        except RemotingTimeoutError:
+            if self._close_socket_if_timeout:
+                log.warning("remoting.close_on_timeout", addr=addr, code=cmd.code,
+                            timeout=timeout)
+                self._close_if_current(addr, channel)
+            raise
 
     async def _invoke_on(self, channel: Channel, addr: str, cmd: RemotingCommand,
                          remaining: float, timeout: float) -> RemotingCommand:
