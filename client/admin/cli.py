@@ -20,14 +20,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import logging
 import sys
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, NoReturn
-
-import structlog
 
 from protocol.bodies import (
     ClusterInfo,
@@ -47,6 +44,7 @@ from protocol.errors import (
     RocketMQError,
 )
 from protocol.message import MessageExt
+from server.runtime import configure_logging
 
 from .api import MQAdmin
 
@@ -884,10 +882,7 @@ async def _run(args: argparse.Namespace) -> Output:
 
 def _quiet_logs() -> None:
     """Library logs go to stderr, warnings and up: stdout carries only the command's output."""
-    structlog.configure(
-        logger_factory=structlog.PrintLoggerFactory(sys.stderr),
-        wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING),
-        cache_logger_on_first_use=False)
+    configure_logging("console", "WARNING")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
