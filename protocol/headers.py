@@ -456,52 +456,7 @@ class SendMessageRequestHeaderV2(CommandHeader):
         if ext is None:
             ext = {}
         get = ext.get
-        a = get("a")
-        b = get("b")
-        c = get("c")
-        d = get("d")
-        e = get("e")
-        f = get("f")
-        g = get("g")
-        h = get("h")
-        if a is None:
-            raise _missing("a")
-        if b is None:
-            raise _missing("b")
-        if c is None:
-            raise _missing("c")
-        if d is None:
-            raise _missing("d")
-        if e is None:
-            raise _missing("e")
-        if f is None:
-            raise _missing("f")
-        if g is None:
-            raise _missing("g")
-        if h is None:
-            raise _missing("h")
-        j = get("j")
-        k = get("k")
-        l_ = get("l")
-        m = get("m")
-        return cls(
-            producer_group=a,
-            topic=b,
-            default_topic=c,
-            default_topic_queue_nums=_parse_int32(d, "d"),
-            queue_id=_parse_int32(e, "e"),
-            sys_flag=_parse_int32(f, "f"),
-            born_timestamp=_parse_int64(g, "g"),
-            flag=_parse_int32(h, "h"),
-            properties=get("i"),
-            reconsume_times=None if j is None else _parse_int32(j, "j"),
-            unit_mode=False if k is None else k.lower() == "true",
-            max_reconsume_times=None if l_ is None else _parse_int32(l_, "l"),
-            batch=False if m is None else m.lower() == "true",
-            broker_name=get("n"),
-            bname=get("bname"),
-            extra=_extra_of(ext, _V2_KEYS),
-        )
+        return cls(**_send_v2_fields(ext), broker_name=get("n"), bname=get("bname"))
 
     def to_ext_fields(self) -> dict[str, str]:
         out: dict[str, str] = {}
@@ -636,7 +591,58 @@ class SendMessageResponseHeader(CommandHeader):
         return out
 
 
+def _send_v2_fields(ext: Mapping[str, str]) -> dict[str, Any]:
+    """The fields SEND_MESSAGE_V2's letters (``a``..``m``) give, checked, by long name."""
+    get = ext.get
+    a = get("a")
+    b = get("b")
+    c = get("c")
+    d = get("d")
+    e = get("e")
+    f = get("f")
+    g = get("g")
+    h = get("h")
+    if a is None:
+        raise _missing("a")
+    if b is None:
+        raise _missing("b")
+    if c is None:
+        raise _missing("c")
+    if d is None:
+        raise _missing("d")
+    if e is None:
+        raise _missing("e")
+    if f is None:
+        raise _missing("f")
+    if g is None:
+        raise _missing("g")
+    if h is None:
+        raise _missing("h")
+    j = get("j")
+    k = get("k")
+    l_ = get("l")
+    m = get("m")
+    return dict(
+        producer_group=a,
+        topic=b,
+        default_topic=c,
+        default_topic_queue_nums=_parse_int32(d, "d"),
+        queue_id=_parse_int32(e, "e"),
+        sys_flag=_parse_int32(f, "f"),
+        born_timestamp=_parse_int64(g, "g"),
+        flag=_parse_int32(h, "h"),
+        properties=get("i"),
+        reconsume_times=None if j is None else _parse_int32(j, "j"),
+        unit_mode=False if k is None else k.lower() == "true",
+        max_reconsume_times=None if l_ is None else _parse_int32(l_, "l"),
+        batch=False if m is None else m.lower() == "true",
+        extra=_extra_of(ext, _V2_KEYS),
+    )
+
+
 def _extra_of(ext: Mapping[str, str], known: frozenset[str]) -> dict[str, str]:
+    if not ext.keys() - known:  # the usual case, decided in C
+        return {}
     return {k: v for k, v in ext.items() if k not in known}
 
 
@@ -1524,7 +1530,9 @@ def decode_send_request_header(request: RemotingCommand) -> SendMessageRequestHe
     """
     code = request.code
     if code in _V2_SEND_CODES:
-        return SendMessageRequestHeaderV2.from_ext_fields(request.ext_fields).to_v1()
+        # As from_ext_fields(...).to_v1() (``n`` becomes ``bname``) without the V2 object.
+        ext = request.ext_fields if request.ext_fields is not None else {}
+        return SendMessageRequestHeader(**_send_v2_fields(ext), bname=ext.get("n"))
     if code in _V1_SEND_CODES:
         return SendMessageRequestHeader.from_ext_fields(request.ext_fields)
     raise HeaderError(f"request code {code} is not a send request")
