@@ -18,8 +18,9 @@ last release shuts it down. It owns:
   the next run happens on time): route refresh (first after 10 ms), offline-broker
   cleanup + HEART_BEAT to every broker (first after 1 s, then every 30 s; consumer-less
   clients only to masters), consumer offset persistence (first after 10 s, then every
-  5 s) and rebalance (every 20 s, and **at once** when a broker sends
-  NOTIFY_CONSUMER_IDS_CHANGED or a consumer starts);
+  5 s) and rebalance (every 20 s, **at once** when a broker sends
+  NOTIFY_CONSUMER_IDS_CHANGED or a consumer starts, and 500 ms after an orderly
+  consumer could not lock a queue it was allocated, ``rebalance_later``);
 * the handlers for broker-initiated requests: NOTIFY_CONSUMER_IDS_CHANGED,
   RESET_CONSUMER_CLIENT_OFFSET, GET_CONSUMER_STATUS_FROM_CLIENT,
   GET_CONSUMER_RUNNING_INFO, CONSUME_MESSAGE_DIRECTLY, CHECK_TRANSACTION_STATE, the
@@ -192,6 +193,7 @@ class MQClientInstance:
         self._refs = 0
         self._tasks: list[asyncio.Task[None]] = []
         self._rebalance_wakeup = asyncio.Event()
+        self._rebalance_later: asyncio.TimerHandle | None = None
         self._route_lock = asyncio.Lock()
         self._heartbeat_lock = asyncio.Lock()
         self._handler_tasks: set[asyncio.Task[Any]] = set()
@@ -288,6 +290,18 @@ class MQClientInstance:
         """Wake the rebalance routine (``RebalanceService.wakeup``)."""
         self._rebalance_wakeup.set()
 
+    def rebalance_later(self, delay: float) -> None:
+        """Wake the rebalance routine in ``delay`` seconds (5.x ``rebalanceLater``); one
+        pending wake-up at a time."""
+        if self.state is not ServiceState.RUNNING or self._rebalance_later is not None:
+            return
+
+        def fire() -> None:
+            self._rebalance_later = None
+            self._rebalance_wakeup.set()
+
+        self._rebalance_later = asyncio.get_running_loop().call_later(delay, fire)
+
     async def do_rebalance(self) -> None:
         for group, consumer in list(self.consumers.items()):
             try:
@@ -304,6 +318,9 @@ class MQClientInstance:
         self.state = ServiceState.SHUTDOWN_ALREADY
         if MQClientInstance._instances.get(self.client_id) is self:
             del MQClientInstance._instances[self.client_id]
+        if self._rebalance_later is not None:
+            self._rebalance_later.cancel()
+            self._rebalance_later = None
         tasks = self._tasks + list(self._handler_tasks)
         self._tasks = []
         for t in tasks:

@@ -12,7 +12,9 @@ Applying it (``update_process_queue_table``) is upstream's algorithm exactly:
   release the broker lock, after 20 s if messages are still cached), removed;
 * a queue still ours whose last pull is over 120 s old is treated the same (push only);
 * a new queue (orderly: only once LOCK_BATCH_MQ granted it) gets its dirty offset
-  removed, a start offset from ``compute_pull_from_where`` and a PullRequest;
+  removed, a start offset from ``compute_pull_from_where`` and a PullRequest; when a lock
+  was refused the client instance rebalances again 500 ms later (as RocketMQ 5.x; 4.9.7
+  waits for the next periodic rebalance, 20 s);
 * when anything changed, the subscription's ``subVersion`` is bumped, per-queue pull
   thresholds are recomputed from the per-topic ones, and a heartbeat is sent.
 
@@ -60,6 +62,7 @@ log = structlog.get_logger("aiorocketmq.client.rebalance")
 
 UNLOCK_DELAY = 20.0  # rocketmq.client.unlockDelayTimeMills
 LOCK_CALL_TIMEOUT = 1.0  # lock/unlock RPCs use 1000 ms upstream
+REBALANCE_LATER_DELAY = 0.5  # 5.x: rebalanceLater(500) after a failed lock of a new queue
 
 
 class MessageModel(enum.Enum):
@@ -227,11 +230,13 @@ class RebalanceImpl:
                     log.warning("rebalance.pull_expired_queue_removed", group=self.group,
                                 mq=str(mq))
         requests: list[PullRequest] = []
+        all_locked = True
         for mq in sort_queues(mq_set):
             if mq in self.process_queue_table:
                 continue
             if is_order and not await self.lock(mq):
                 log.warning("rebalance.lock_failed_skip", group=self.group, mq=str(mq))
+                all_locked = False
                 continue
             self.remove_dirty_offset(mq)
             pq = ProcessQueue()
@@ -253,6 +258,12 @@ class RebalanceImpl:
             requests.append(PullRequest(self.group, mq, pq, next_offset))
             changed = True
             log.info("rebalance.queue_added", group=self.group, mq=str(mq), offset=next_offset)
+        if not all_locked:
+            # Not in 4.9.7 (RocketMQ 5.x RebalanceImpl does it): the previous owner of a
+            # queue releases its broker lock only after its own rebalance (or 20 s later when
+            # it still had cached messages), so try again soon instead of at the next
+            # periodic rebalance 20 s away.
+            self.instance.rebalance_later(REBALANCE_LATER_DELAY)
         self.dispatch_pull_requests(requests)
         return changed
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from client.allocate import AllocateMessageQueueAveragely
+from client.instance import FindBrokerResult
 from client.offset_store import RemoteBrokerOffsetStore
 from client.process_queue import PULL_MAX_IDLE_TIME_MS
 from client.rebalance import ConsumeFromWhere, MessageModel, PullRequest, RebalancePushImpl
-from protocol.bodies import MessageQueue, build_subscription_data
+from protocol.bodies import LockBatchRequestBody, MessageQueue, build_subscription_data
 from protocol.errors import QueryNotFoundError
 
 T = "T"
@@ -140,3 +141,42 @@ async def test_unsubscribed_topic_is_truncated() -> None:
     del rb.subscription_inner[T]
     await rb.do_rebalance(False)
     assert not rb.process_queue_table and all(pq.dropped for pq in pqs)
+
+
+class LockingInstance(FakeInstance):
+    """Also a broker lock table: queues in ``held_by_other`` are refused to this client."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.held_by_other: set[MessageQueue] = set()
+        self.rebalance_later_calls: list[float] = []
+        self.api = self
+
+    def find_broker_address_in_subscribe(self, broker_name: str, broker_id: int,
+                                         only_this_broker: bool) -> Any:
+        return FindBrokerResult("127.0.0.1:10911", False)
+
+    async def lock_batch_mq(self, addr: str, body: LockBatchRequestBody,
+                            timeout: float) -> list[MessageQueue]:
+        return [mq for mq in body.mq_set if mq not in self.held_by_other]
+
+    def rebalance_later(self, delay: float) -> None:
+        self.rebalance_later_calls.append(delay)
+
+
+async def test_orderly_queue_still_locked_elsewhere_is_retried_soon() -> None:
+    inst = LockingInstance()
+    consumer = FakeConsumer(inst, ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET)
+    consumer.consume_orderly = True
+    rb = RebalancePushImpl("G", MessageModel.CLUSTERING, AllocateMessageQueueAveragely(),
+                           inst, consumer)  # type: ignore[arg-type]
+    rb.subscription_inner[T] = build_subscription_data(T, "*")
+    rb.topic_subscribe_info_table[T] = {MessageQueue(T, "b", i) for i in range(2)}
+    inst.held_by_other = {MessageQueue(T, "b", 1)}
+    await rb.do_rebalance(True)
+    assert set(rb.process_queue_table) == {MessageQueue(T, "b", 0)}
+    assert inst.rebalance_later_calls == [0.5]  # not the next periodic rebalance, 20 s away
+    inst.held_by_other.clear()  # the previous owner released it
+    await rb.do_rebalance(True)
+    assert set(rb.process_queue_table) == {MessageQueue(T, "b", 0), MessageQueue(T, "b", 1)}
+    assert inst.rebalance_later_calls == [0.5]
