@@ -120,19 +120,23 @@ class _Sampled:
 class StatsItem:
     """One counter (``value``) and how many increments made it (``times``), with its views."""
 
-    __slots__ = ("value", "times", "_views")
+    __slots__ = ("value", "times", "_views", "_due")
 
     def __init__(self, now: int) -> None:
         self.value = 0
         self.times = 0
         self._views = tuple(_Sampled(p, k, now) for p, k in (_MINUTE, _HOUR, _DAY))
+        # The earliest sampling boundary of the views: until then an add is two int adds.
+        self._due = min(v.next_at for v in self._views)
 
     def _roll(self, now: int) -> None:
         for view in self._views:
             view.roll(now, self.value, self.times)
+        self._due = min(v.next_at for v in self._views)
 
     def add(self, inc: int, times: int, now: int) -> None:
-        self._roll(now)
+        if now >= self._due:
+            self._roll(now)
         self.value += inc
         self.times += times
 
@@ -225,6 +229,7 @@ class BrokerStatsManager:
         self.msg_get_total_yesterday_morning = 0
         self.msg_get_total_today_morning = 0
         self._next_midnight = _next_local_midnight_ms(now)
+        self._due = 0  # the first _tick samples and computes the next boundary
 
     # -- updates (hot paths) --------------------------------------------------------------
 
@@ -237,10 +242,14 @@ class BrokerStatsManager:
 
     def _tick(self) -> int:
         now = self._clock()
+        if now < self._due:  # no boundary passed: nothing to sample (the per-message case)
+            return now
         if now >= self._next_midnight:
             self._record_midnight(now)
-        for series in (self._put_times, self._get_found, self._get_miss, self._transferred):
+        series_all = (self._put_times, self._get_found, self._get_miss, self._transferred)
+        for series in series_all:
             series.roll(now)
+        self._due = min(self._next_midnight, *(series.next_at for series in series_all))
         return now
 
     def on_put(self, topic: str, msg_num: int, size: int) -> None:
