@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import NamedTuple
 
 from protocol.fastjson import java_double_str
@@ -287,6 +287,14 @@ class BrokerStatsManager:
     def get_stats_item(self, stats_name: str, stats_key: str) -> StatsItem | None:
         items = self._sets.get(stats_name)
         return None if items is None else items.get(stats_key)
+
+    def items(self, stats_name: str) -> Iterable[tuple[str, StatsItem]]:
+        """Every ``(key, StatsItem)`` of one named set, in insertion order (empty if unknown).
+
+        A live view: iterate it on the loop thread without awaiting in between.
+        """
+        items = self._sets.get(stats_name)
+        return () if items is None else items.items()
 
     def now(self) -> int:
         return self._tick()

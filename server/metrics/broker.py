@@ -53,7 +53,7 @@ class BrokerMetrics(ServerMetrics):
         def stats_items(name: str) -> Iterator[tuple[str, float]]:
             # BrokerStatsManager keeps one StatsItem per key; its insertion order is stable,
             # which keeps each key on its own series once folding starts.
-            for key, item in stats._sets[name].items():
+            for key, item in stats.items(name):
                 yield key, item.value
 
         def per_topic(name: str) -> Iterator[Sample]:

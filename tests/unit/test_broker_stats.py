@@ -73,3 +73,13 @@ def test_midnight_rolls_morning_totals() -> None:
     clock.now = s._next_midnight + 1
     info = s.runtime_info()
     assert info["msgPutTotalYesterdayMorning"] == "5" and info["msgPutTotalTodayMorning"] == "7"
+
+
+def test_items_lists_one_named_set_in_insertion_order() -> None:
+    s = BrokerStatsManager("C", clock=Clock(1_000))
+    s.on_put("B", 1, 10)
+    s.on_put("A", 2, 20)
+    s.on_get("G", "A", 2, 20, found=True)
+    assert [(k, i.value) for k, i in s.items(TOPIC_PUT_NUMS)] == [("B", 1), ("A", 2)]
+    assert [k for k, _ in s.items(GROUP_GET_NUMS)] == ["A@G"]
+    assert list(s.items("NO_SUCH_STATS")) == []
