@@ -76,6 +76,7 @@ _PS = MessageConst.PROPERTY_SEPARATOR
 _RETRY_PREFIX = MixAll.RETRY_GROUP_TOPIC_PREFIX
 _RW = int(Perm.READ | Perm.WRITE)
 _FAQ = "\nSee http://rocketmq.apache.org/docs/faq/ for further details."
+_BORN_HOST = "send.born_host"  # Channel.attrs key: the peer's address as record bytes
 
 # PutMessageStatus -> (response code, remark or None, stored?) (handlePutMessageResult).
 _STORED = {
@@ -273,7 +274,7 @@ class SendMessageProcessor:
     # -- answering ------------------------------------------------------------------------
 
     def _answer(self, ctx: SendContext, result: Any) -> RemotingCommand | Awaitable[RemotingCommand]:
-        if inspect.isawaitable(result):
+        if type(result) is not PutMessageResult and inspect.isawaitable(result):
             return self._answer_later(ctx, result)
         return self._handle_put_result(ctx, result)
 
@@ -338,10 +339,16 @@ def _fail_response(response: RemotingCommand, code: int, remark: str) -> Remotin
 
 
 def _born_host(channel: Channel) -> bytes:
-    try:
-        return socket_address_to_bytes(channel.remote_addr)
-    except ValueError:
-        return bytes(8)  # not an IP peer (tests over a pipe); upstream would fail the same way later
+    # Computed once per connection: the peer address does not change.
+    attrs = channel.attrs
+    host = attrs.get(_BORN_HOST)
+    if host is None:
+        try:
+            host = socket_address_to_bytes(channel.remote_addr)
+        except ValueError:
+            host = bytes(8)  # not an IP peer (tests over a pipe); upstream would fail later
+        attrs[_BORN_HOST] = host
+    return host
 
 
 def _topic_config_str(tc: TopicConfig) -> str:
