@@ -4,7 +4,8 @@ The vectors (``../shared/vectors/frames.jsonl``, README there) hold every frame 
 Apache RocketMQ 4.9.7 client, ``mqadmin`` and broker exchanged. This module starts a real
 ``mqnamesrv`` + ``mqbroker`` on an empty store (like the capture's fresh broker), opens one
 TCP connection per captured client stream, sends the captured request frames (the exact
-bytes, both serialize types) in captured order and compares every answer of ours with the
+bytes, both serialize types, unless the translation table below rewrites a field) in
+captured order and compares every answer of ours with the
 Java broker's captured answer (REMOTING.md 2-6). It is our strongest evidence that stock
 Java clients work against our broker.
 
@@ -22,9 +23,9 @@ broker's opaque.
 Harness fill-in sends. ``harness_json``/``harness_rocketmq`` are deduplicated in the
 vectors: of 40 sends per run only 10 were kept. The push consumer's first pulls hold all 40
 stored records, so the 30 missing sends are rebuilt from them (same queue, body, born
-timestamp and properties; the stored ``CLUSTER`` dropped and the client's ``WAIT=true``
-restored; the header copied from a kept send of the same kind) and sent at their place in
-commit-log order. The store then holds exactly what the Java broker held, so queue offsets
+timestamp (shifted like any send's) and properties; the stored ``CLUSTER`` dropped and the
+client's ``WAIT=true`` restored; the header copied from a kept send of the same kind) and
+sent at their place in commit-log order. The store then holds exactly what the Java broker held, so queue offsets
 and pull answers compare as captured, and every send answer's ``queueOffset`` proves it.
 
 Translation table (``Translation``): requests that name broker state are rewritten to our
@@ -35,9 +36,13 @@ records of pull/query/view answers matched by UNIQ_KEY).
 Tolerated differences (each explained where it is applied): store/born hosts, ports and
 store timestamps; ACL ``Signature`` fields are not re-signed after a rewrite (ACL is off);
 SUBSCRIPTION_NOT_LATEST that raced a heartbeat sent earlier on the same connection (the
-Java broker runs heartbeats and pulls on different thread pools); broker-wide counters in
-GET_BROKER_RUNTIME_INFO (key set compared); the broker is not restarted between captures
-1 and 2 (nothing replayed depends on the restart).
+Java broker runs heartbeats and pulls on different thread pools); commit-log offsets that
+moved because the Java broker stored a oneway END_TRANSACTION's records after the next
+send (translated, not compared); live counters in GET_BROKER_RUNTIME_INFO (key set
+compared); GET_BROKER_CONFIG reports our options, a subset of upstream's (JVM thread pools,
+Netty, HA, DLedger... have no counterpart); a properties string in a header is compared as
+a map; the broker is not restarted between captures 1 and 2 (nothing replayed depends on
+the restart).
 """
 
 from __future__ import annotations
@@ -268,6 +273,7 @@ class FillIn:
 
     after: int  # captured frame id it follows
     seq: int
+    template: dict[str, Any]  # the kept send whose header it copies
     stream: int
     scenario: str
     command: RemotingCommand
@@ -322,7 +328,7 @@ def build_fill_ins(frames: list[dict[str, Any]], scenario: str) -> list[FillIn]:
             body=m.body,
             serialize_type=SerializeType[template["serialize"]])
         after = anchor.get("response_id", anchor["id"])
-        out.append(FillIn(after, len(out), template["stream"], scenario, cmd, m))
+        out.append(FillIn(after, len(out), template, template["stream"], scenario, cmd, m))
     return out
 
 
@@ -573,11 +579,15 @@ class Replay:
             return
         ext = ours.ext_fields or {}
         m = fi.record
-        if (ours.code != ResponseCode.SUCCESS or ext.get("queueId") != str(m.queue_id)
-                or ext.get("queueOffset") != str(m.queue_offset)):
+        # Expected: the template send's captured answer with this record's queue and offset.
+        template_answer = _ext(self.by_id[fi.template["response_id"]]["header"])
+        expected = dict(template_answer, queueId=str(m.queue_id), queueOffset=str(m.queue_offset))
+        del expected["msgId"]
+        if (ours.code != ResponseCode.SUCCESS or set(ext) != set(template_answer)
+                or any(ext.get(k) != v for k, v in expected.items())):
             self.diff(fi.scenario, f"fill-in {fi.seq} after {fi.after}", fi.command.code,
-                      f"rebuilt send of queue {m.queue_id} offset {m.queue_offset} answered "
-                      f"code {ours.code} ext {ext}")
+                      f"rebuilt send answered code {ours.code} ext {ext}, expected SUCCESS "
+                      f"with {sorted(template_answer)} and {expected}")
             return
         problem = self.translation.learn_phys(
             m.commit_log_offset, decode_offset_msg_id(ext["msgId"])[1])
@@ -755,11 +765,16 @@ class Replay:
                             f"{SerializeType(ours.serialize_type).name}")
         if bool(exp["oneway"]) != ours.is_oneway:
             problems.append(f"oneway flag: expected {exp['oneway']}, ours {ours.is_oneway}")
+        # Remarks are compared exactly, absent ones included: the Java broker's quirks
+        # ('not set any response code' on a success, FOUND on pulls) are reproduced.
         remark = header.get("remark")
-        if remark is not None and ours.remark != remark:
+        if ours.remark != remark:
             problems.append(f"remark: expected {remark!r}, ours {ours.remark!r}")
-        # JSON writes a command without custom header with no extFields key, or {}; Java
-        # readers treat both alike, and ROCKETMQ cannot tell them apart.
+        # JSON tells a command without custom header (no extFields key) from an empty one
+        # ({}), and the Java broker writes both (REMOTING.md 2.2); ROCKETMQ cannot.
+        if exp["serialize"] == "JSON" and ("extFields" in header) != (ours.ext_fields is not None):
+            problems.append(f"extFields: expected {'{}' if 'extFields' in header else 'absent'}, "
+                            f"ours {'absent' if ours.ext_fields is None else ours.ext_fields}")
         exp_ext, our_ext = _ext(header), dict(ours.ext_fields or {})
         if set(exp_ext) != set(our_ext):
             problems.append(f"extFields keys: expected {sorted(exp_ext)}, ours {sorted(our_ext)}")
