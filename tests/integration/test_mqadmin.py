@@ -231,9 +231,10 @@ async def test_cluster_broker_and_config(servers: tuple[str, str]) -> None:
 
     status = json.loads(await ok("brokerStatus", "-n", ns, "-b", broker, "--json"))[broker]
     captured = loads(body_bytes(1013))["table"]
-    wanted = {k for k in captured if not k.startswith(("scheduleMessageOffset_",
-                                                       "commitLogDiskRatio_"))}
+    # commitLogDiskRatio_<storePath> names the store path, which differs between machines.
+    wanted = {k for k in captured if not k.startswith("commitLogDiskRatio_")}
     assert wanted <= set(status), sorted(wanted - set(status))
+    assert any(k.startswith("commitLogDiskRatio_") for k in status)
     assert status["brokerVersionDesc"] == "V4_9_8"
     assert len(status["putTps"].split(" ")) == 3
 
