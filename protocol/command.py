@@ -40,7 +40,6 @@ def next_opaque() -> int:
 
 
 _LANG_BY_NAME = {lc.name: lc for lc in LanguageCode}
-_LANG_BY_VALUE = {lc.value: lc for lc in LanguageCode}
 _encode_str = json.encoder.encode_basestring  # type: ignore[attr-defined]  # "..." with escapes, non-ASCII raw
 _json_loads = json.loads
 # The C scanner behind json.loads, called directly for the common case (a UTF-8 object with
@@ -48,15 +47,18 @@ _json_loads = json.loads
 _scan_once = json.decoder.JSONDecoder().scan_once  # type: ignore[attr-defined]
 
 # A request type always carries the same extFields key set, so the Java HashMap order of
-# each key tuple is computed once (bounded: distinct key sets are few).
-_order_cache: dict[tuple[str, ...], list[str]] = {}
+# each key tuple is computed once (bounded: distinct key sets are few), together with each
+# key already written as JSON (``"key":``), so a header costs one escape per value.
+_order_cache: dict[tuple[str, ...], list[tuple[str, str]]] = {}
+_LANG_NAME_BY_VALUE = {lc.value: lc.name for lc in LanguageCode}
 
 
-def _json_key_order(ef: dict[str, str]) -> list[str]:
+def _json_key_order(ef: dict[str, str]) -> list[tuple[str, str]]:
     keys = tuple(ef)
     order = _order_cache.get(keys)
     if order is None:
-        order = java_hashmap_order(keys)
+        names = java_hashmap_order(keys) if len(keys) > 1 else list(keys)
+        order = [(k, _encode_str(k) + ":") for k in names]
         if len(_order_cache) < 4096:
             _order_cache[keys] = order
     return order
@@ -182,36 +184,23 @@ class RemotingCommand:
         return self._encode_json_header()
 
     def _encode_json_header(self) -> bytes:
-        parts = ['{"code":', str(int(self.code))]
         ef = self.ext_fields
-        if ef is not None:
-            parts.append(',"extFields":{')
-            first = True
-            for key in _json_key_order(ef) if len(ef) > 1 else ef:
+        if ef is None:
+            ext = ""
+        else:
+            fields = []
+            for key, key_json in _json_key_order(ef):
                 value = ef[key]
                 if value is None:
                     continue
-                if not first:
-                    parts.append(",")
-                first = False
-                parts.append(_encode_str(key))
-                parts.append(":")
-                parts.append(_encode_str(value if isinstance(value, str) else str(value)))
-            parts.append("}")
-        parts.append(',"flag":')
-        parts.append(str(int(self.flag)))
-        lang = _LANG_BY_VALUE.get(self.language)
-        parts.append(',"language":"')
-        parts.append(lang.name if lang is not None else "JAVA")
-        parts.append('","opaque":')
-        parts.append(str(int(self.opaque)))
-        if self.remark is not None:
-            parts.append(',"remark":')
-            parts.append(_encode_str(self.remark))
-        parts.append(',"serializeTypeCurrentRPC":"JSON","version":')
-        parts.append(str(int(self.version)))
-        parts.append("}")
-        return "".join(parts).encode("utf-8")
+                fields.append(key_json + _encode_str(value if isinstance(value, str) else str(value)))
+            ext = ',"extFields":{' + ",".join(fields) + "}"
+        remark = "" if self.remark is None else ',"remark":' + _encode_str(self.remark)
+        return (
+            f'{{"code":{int(self.code)}{ext},"flag":{int(self.flag)},"language":"'
+            f'{_LANG_NAME_BY_VALUE.get(self.language, "JAVA")}","opaque":{int(self.opaque)}'
+            f'{remark},"serializeTypeCurrentRPC":"JSON","version":{int(self.version)}}}'
+        ).encode()
 
     def _encode_rocketmq_header(self) -> bytes:
         remark = self.remark.encode("utf-8") if self.remark else b""
