@@ -26,7 +26,8 @@ from typing import Any
 from protocol.codes import Perm, SystemTopic
 from server.store.config import MessageStoreConfig
 
-__all__ = ["BrokerConfig", "load_broker_configs", "store_config_to_properties"]
+__all__ = ["BrokerConfig", "STORE_KEYS", "load_broker_configs", "snake_to_camel",
+           "store_config_to_properties"]
 
 
 def _key(name: str, default: Any = dataclasses.MISSING, **kw: Any) -> Any:
@@ -84,6 +85,10 @@ class BrokerConfig:
     # Not upstream (Java bounds parked pulls only by memory): long-polling caps, see long_polling.py.
     max_suspended_pulls_per_queue: int = _key("maxSuspendedPullsPerQueue", 1024)
     max_suspended_pulls: int = _key("maxSuspendedPulls", 65536)
+    # Not upstream (4.9.x has no Prometheus endpoint): server/metrics; mqbroker's
+    # --metrics-port / --slow-request-ms flags win over these keys.
+    metrics_port: int | None = _key("metricsPort", None)  # None: no endpoint; 0: any free port
+    slow_request_ms: float = _key("slowRequestMillis", 1000.0)  # <= 0: no slow-request log
 
     def __post_init__(self) -> None:
         if not 0 <= self.listen_port <= 65535:
@@ -94,6 +99,8 @@ class BrokerConfig:
             raise ValueError("defaultTopicQueueNums must be positive")
         if self.max_suspended_pulls_per_queue < 1 or self.max_suspended_pulls < 1:
             raise ValueError("suspended pull caps must be positive")
+        if self.metrics_port is not None and not 0 <= self.metrics_port <= 65535:
+            raise ValueError(f"metricsPort must be 0..65535, got {self.metrics_port}")
 
     # -- derived values ---------------------------------------------------------------
 
@@ -132,6 +139,8 @@ class BrokerConfig:
         for f in dataclasses.fields(cls):
             key = f.metadata["key"]
             if key in props:
+                if f.type == "float" and not str(props[key]).strip():
+                    continue  # a blank float key keeps its default (as metricsPort= means off)
                 kwargs[f.name] = _convert(f.type, props[key], key)
         return cls(**kwargs)
 
@@ -156,7 +165,7 @@ def load_broker_configs(props: Mapping[str, Any]) -> tuple[BrokerConfig, Message
 
 
 # MessageStoreConfig attribute -> upstream key where the mechanical camelCase differs.
-_STORE_KEYS = {
+STORE_KEYS = {
     "flush_interval_commit_log_ms": "flushIntervalCommitLog",
     "flush_commit_log_thorough_interval_ms": "flushCommitLogThoroughInterval",
     "flush_interval_consume_queue_ms": "flushIntervalConsumeQueue",
@@ -174,12 +183,13 @@ def store_config_to_properties(store: MessageStoreConfig) -> str:
         value = getattr(store, f.name)
         if value is None:
             continue
-        key = _STORE_KEYS.get(f.name) or _snake_to_camel(f.name)
+        key = STORE_KEYS.get(f.name) or snake_to_camel(f.name)
         lines.append(f"{key}={_render(value)}\n")
     return "".join(lines)
 
 
-def _snake_to_camel(name: str) -> str:
+def snake_to_camel(name: str) -> str:
+    """``flush_disk_type`` -> ``flushDiskType``: the store keys' mechanical spelling."""
     head, *rest = name.split("_")
     return head + "".join(p[:1].upper() + p[1:] for p in rest)
 
@@ -195,6 +205,10 @@ def _convert(type_name: Any, raw: Any, key: str) -> Any:
     try:
         if type_name in ("int", int):
             return int(text)
+        if type_name == "int | None":
+            return int(text) if text else None
+        if type_name in ("float", float):
+            return float(text)
         if type_name in ("bool", bool):
             if isinstance(raw, bool):
                 return raw

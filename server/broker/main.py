@@ -19,7 +19,7 @@ import sys
 
 import structlog
 
-from server.metrics import BrokerMetrics, add_metrics_arguments, metrics_options
+from server.metrics import BrokerMetrics, add_metrics_arguments, apply_metrics_arguments
 from server.runtime import (
     add_common_arguments,
     configure_logging,
@@ -55,12 +55,12 @@ def main(argv: list[str] | None = None) -> int:
         props["namesrvAddr"] = args.namesrv_addr
     try:
         config, store_config = load_broker_configs(props)
-        metrics_port, slow_request_ms = metrics_options(args, props)
+        config = apply_metrics_arguments(args, config)
     except ValueError as exc:
         print(f"mqbroker: bad configuration: {exc}", file=sys.stderr)
         return 2
-    metrics = BrokerMetrics(metrics_port=metrics_port, host=args.host,
-                            slow_request_ms=slow_request_ms,
+    metrics = BrokerMetrics(metrics_port=config.metrics_port, host=args.host,
+                            slow_request_ms=config.slow_request_ms,
                             log_requests=args.log_level.upper() == "DEBUG")
     broker = BrokerController(config, store_config, host=args.host, metrics=metrics)
 

@@ -22,6 +22,7 @@ from .service import (
     DEFAULT_SLOW_REQUEST_MS,
     ServerMetrics,
     add_metrics_arguments,
+    apply_metrics_arguments,
     metrics_options,
 )
 
@@ -40,5 +41,6 @@ __all__ = [
     "LATENCY_BUCKETS",
     "DEFAULT_SLOW_REQUEST_MS",
     "add_metrics_arguments",
+    "apply_metrics_arguments",
     "metrics_options",
 ]

@@ -9,26 +9,32 @@ after the server is up and ``stop()`` first thing at shutdown.
   (``log_requests``) are on, and none at all otherwise (channels then pay nothing).
 * ``metrics_port`` 0 binds any free port; ``address`` reports ``host:port`` once started.
 
-``add_metrics_arguments`` / ``metrics_options`` give ``mqbroker`` and ``mqnamesrv`` the same
-``--metrics-port`` and ``--slow-request-ms`` flags, which win over the properties-file keys
-``metricsPort`` and ``slowRequestMillis``.
+``add_metrics_arguments`` gives ``mqbroker`` and ``mqnamesrv`` the same ``--metrics-port`` and
+``--slow-request-ms`` flags, which win over the properties-file keys ``metricsPort`` and
+``slowRequestMillis``: ``metrics_options`` reads the keys from a raw properties map (the
+nameserver's extra keys), ``apply_metrics_arguments`` lays the flags over a config record that
+has them as fields (``BrokerConfig.metrics_port`` / ``slow_request_ms``, so GET_BROKER_CONFIG
+shows the values in use).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 from .http import MetricsHttpServer
 from .registry import Registry
 from .remoting import RemotingObserver
 
 __all__ = ["ServerMetrics", "DEFAULT_SLOW_REQUEST_MS", "add_metrics_arguments",
-           "metrics_options"]
+           "apply_metrics_arguments", "metrics_options"]
 
 DEFAULT_SLOW_REQUEST_MS = 1000.0
 METRICS_PORT_KEY = "metricsPort"
 SLOW_REQUEST_KEY = "slowRequestMillis"
+
+_Config = TypeVar("_Config")
 
 
 def add_metrics_arguments(parser: Any) -> None:
@@ -67,6 +73,23 @@ def metrics_options(args: Any, props: Mapping[str, str] | None = None
             raise ValueError(f"{SLOW_REQUEST_KEY} is not a number: "
                              f"{props[SLOW_REQUEST_KEY]!r}") from None
     return port, DEFAULT_SLOW_REQUEST_MS if slow is None else slow
+
+
+def apply_metrics_arguments(args: Any, config: _Config) -> _Config:
+    """``config`` (a dataclass with ``metrics_port`` and ``slow_request_ms`` fields) with the
+    ``--metrics-port`` / ``--slow-request-ms`` flags that were given laid over it.
+
+    Raises:
+        ValueError: the dataclass's own check refused a flag's value (names the key).
+    """
+    changes: dict[str, Any] = {}
+    if args.metrics_port is not None:
+        changes["metrics_port"] = args.metrics_port
+    if args.slow_request_ms is not None:
+        changes["slow_request_ms"] = args.slow_request_ms
+    if not changes:
+        return config
+    return dataclasses.replace(config, **changes)  # type: ignore[type-var]  # any dataclass
 
 
 class ServerMetrics:

@@ -135,6 +135,7 @@ RUNTIME_INFO_EXACT = "scheduleMessageOffset_"
 # unless it names this test's environment (addresses, ports, paths, file sizes).
 OUR_CONFIG_KEYS = frozenset({
     "maxSuspendedPulls", "maxSuspendedPullsPerQueue",  # bounds on parked pulls (DESIGN)
+    "metricsPort", "slowRequestMillis",  # Prometheus endpoint, slow-request log (server/metrics)
     # upstream reads these as -Drocketmq.broker.<key> system properties, ours as config
     "diskSpaceWarningLevelRatio", "diskSpaceCleanForciblyRatio",
 })

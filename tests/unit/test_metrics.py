@@ -300,6 +300,30 @@ def test_metrics_options_flags_win_over_file_keys() -> None:
         metrics_options(parser.parse_args(["--metrics-port", "70000"]), {})
 
 
+def test_broker_config_carries_the_metrics_keys_and_flags_win() -> None:
+    from server.broker.config import BrokerConfig
+    from server.metrics import apply_metrics_arguments
+
+    parser = argparse.ArgumentParser()
+    add_metrics_arguments(parser)
+    default = BrokerConfig.from_properties({})
+    assert (default.metrics_port, default.slow_request_ms) == (None, 1000.0)
+    blank = BrokerConfig.from_properties({"metricsPort": "", "slowRequestMillis": " "})
+    assert (blank.metrics_port, blank.slow_request_ms) == (None, 1000.0)
+    conf = BrokerConfig.from_properties({"metricsPort": "0", "slowRequestMillis": "250"})
+    assert (conf.metrics_port, conf.slow_request_ms) == (0, 250.0)
+    assert "metricsPort=0\n" in conf.to_properties()
+    assert "slowRequestMillis=250.0\n" in conf.to_properties()
+    assert apply_metrics_arguments(parser.parse_args([]), conf) is conf
+    flagged = apply_metrics_arguments(
+        parser.parse_args(["--metrics-port", "9100", "--slow-request-ms", "0"]), conf)
+    assert (flagged.metrics_port, flagged.slow_request_ms) == (9100, 0.0)
+    with pytest.raises(ValueError, match="metricsPort"):
+        BrokerConfig.from_properties({"metricsPort": "x"})
+    with pytest.raises(ValueError, match="0..65535"):
+        apply_metrics_arguments(parser.parse_args(["--metrics-port", "70000"]), conf)
+
+
 # -- the request observer on real channels ----------------------------------------------------
 
 ECHO = 9101

@@ -61,7 +61,7 @@ from protocol.headers import (
 )
 from server.store.config import MessageStoreConfig
 
-from ..config import _STORE_KEYS, BrokerConfig, _snake_to_camel, store_config_to_properties
+from ..config import STORE_KEYS, BrokerConfig, snake_to_camel, store_config_to_properties
 from ..stats import BrokerStatsManager
 
 if TYPE_CHECKING:
@@ -105,7 +105,7 @@ def _broker_keys() -> dict[str, str]:
 
 
 def _store_keys() -> dict[str, str]:
-    return {(_STORE_KEYS.get(f.name) or _snake_to_camel(f.name)): f.name
+    return {(STORE_KEYS.get(f.name) or snake_to_camel(f.name)): f.name
             for f in dataclasses.fields(MessageStoreConfig)}
 
 
