@@ -67,6 +67,7 @@ __all__ = [
     "ProducerConnection",
     "OffsetWrapper",
     "ConsumeStats",
+    "ConsumeStatsList",
     "TopicOffset",
     "TopicStatsTable",
     "GroupList",
@@ -917,6 +918,30 @@ class ConsumeStats(_Body):
     def compute_total_diff(self) -> int:
         """Sum of (brokerOffset - consumerOffset): the group's lag (``computeTotalDiff``)."""
         return sum(w.broker_offset - w.consumer_offset for w in self.offset_table.values())
+
+
+def _e_group_stats(v: Iterable[Mapping[str, Iterable[ConsumeStats]]]) -> list[dict[str, Any]]:
+    return [{group: [cs.to_json() for cs in stats] for group, stats in m.items()} for m in v]
+
+
+@dataclass(slots=True)
+class ConsumeStatsList(_Body):
+    """GET_BROKER_CONSUME_STATS body (``common/protocol/body/ConsumeStatsList.java``).
+
+    ``consume_stats_list`` holds one single-entry map per subscription group: group name ->
+    the ``ConsumeStats`` of each topic it consumes; ``total_diff`` sums their lag.
+    """
+
+    broker_addr: str | None = None
+    consume_stats_list: list[dict[str, list[ConsumeStats]]] = field(default_factory=list)
+    total_diff: int = 0
+
+    _SPEC: ClassVar[tuple[_Field, ...]] = _spec(
+        _F("broker_addr", "brokerAddr", _d_str),
+        _F("consume_stats_list", "consumeStatsList",
+           _d_list(_d_map(_d_str, _d_list(ConsumeStats.from_json))), _e_group_stats),
+        _F("total_diff", "totalDiff", _d_int),
+    )
 
 
 @dataclass(slots=True)

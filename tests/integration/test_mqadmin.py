@@ -26,6 +26,7 @@ from protocol.bodies import (
     ConsumerData,
     ConsumerRunningInfo,
     ConsumeStats,
+    ConsumeStatsList,
     HeartbeatData,
     KVTable,
     MessageQueue,
@@ -350,6 +351,30 @@ async def test_consumer_connection_status_and_reset(servers: tuple[str, str]) ->
     rc, _, err = await mqadmin("resetOffsetByTime", "-n", ns, "-g", group, "-t", topic, "-s",
                                "now")
     assert rc == 1 and "CONSUMER_NOT_ONLINE" in err
+
+
+async def test_broker_consume_stats_lists_each_group(servers: tuple[str, str]) -> None:
+    ns, broker = servers
+    group, topic = "StatsListGroup", "StatsListTopic"
+    await ok("updateTopic", "-n", ns, "-b", broker, "-t", topic, "-r", "2", "-w", "2")
+    await ok("updateSubGroup", "-n", ns, "-b", broker, "-g", group)
+    async with MQAdmin(ns) as admin:
+        for i in range(3):
+            await admin.send_message(topic, f"m{i}".encode(), broker_name="broker-a", queue_id=0)
+        await admin.api.update_consumer_offset(broker, UpdateConsumerOffsetRequestHeader(
+            consumer_group=group, topic=topic, queue_id=0, commit_offset=1), oneway=False)
+    response = await raw(broker, RequestCode.GET_BROKER_CONSUME_STATS,
+                         {"isOrder": "false", "timeoutMillis": "5000"})
+    assert response.code == ResponseCode.SUCCESS
+    body = ConsumeStatsList.decode(response.body or b"")
+    assert body.broker_addr == broker
+    mine = [m[group] for m in body.consume_stats_list if group in m]
+    assert len(mine) == 1 and len(mine[0]) == 1
+    lines = {mq.queue_id: (w.broker_offset, w.consumer_offset)
+             for mq, w in mine[0][0].offset_table.items()}
+    assert lines == {0: (3, 1), 1: (0, 0)}
+    assert body.total_diff >= 2
+    assert body.encode() == response.body
 
 
 async def test_delete_topic(servers: tuple[str, str]) -> None:

@@ -22,6 +22,7 @@ from protocol.bodies import (
     ConsumerOffsetSerializeWrapper,
     ConsumerRunningInfo,
     ConsumeStats,
+    ConsumeStatsList,
     DataVersion,
     GetConsumerStatusBody,
     GroupList,
@@ -178,6 +179,22 @@ def test_consume_stats_and_topic_stats_are_keyed_by_message_queue() -> None:
     assert stats.compute_total_diff() == 1
     table = TopicStatsTable.decode(body_bytes(1077))
     assert table.offset_table[MessageQueue("VecPropsTopic", "broker-a", 3)] == TopicOffset(0, 1, 1795319040492)
+
+
+def test_consume_stats_list_writes_the_plain_map_form_and_reads_it_back() -> None:
+    # No captured GET_BROKER_CONSUME_STATS answer: the field names and order are
+    # ConsumeStatsList.java's, each group's ConsumeStats is frame 1021's shape.
+    stats = ConsumeStats.decode(body_bytes(1021))
+    body = ConsumeStatsList(broker_addr="127.0.0.1:10911",
+                            consume_stats_list=[{"G1": [stats]}, {"G2": []}],
+                            total_diff=stats.compute_total_diff())
+    plain = {"brokerAddr": "127.0.0.1:10911",
+             "consumeStatsList": [{"G1": [stats.to_json()]}, {"G2": []}],
+             "totalDiff": 1}
+    assert body.encode() == dumps(plain)
+    assert body.encode().startswith(b'{"brokerAddr":"127.0.0.1:10911","consumeStatsList":[{"G1":')
+    assert ConsumeStatsList.decode(body.encode()) == body
+    assert ConsumeStatsList.decode(b"{}") == ConsumeStatsList()
 
 
 def test_consumer_running_info_frame_1190() -> None:

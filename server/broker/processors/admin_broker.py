@@ -38,6 +38,7 @@ from protocol.bodies import (
     BrokerStatsData,
     BrokerStatsItem,
     ConsumeStats,
+    ConsumeStatsList,
     DataVersion,
     KVTable,
     MessageQueue,
@@ -52,7 +53,6 @@ from protocol.channel import Channel, Handler
 from protocol.codes import CURRENT_VERSION, MQVersion, RequestCode, ResponseCode
 from protocol.command import RemotingCommand
 from protocol.errors import ProtocolError
-from protocol.fastjson import dumps
 from protocol.headers import (
     GetBrokerConfigResponseHeader,
     GetConsumeStatsInBrokerHeader,
@@ -312,9 +312,9 @@ class AdminBrokerStatsProcessor:
         broker_name = b.config.broker_name
         store = b.store
         total_diff = 0
-        groups: list[dict[str, Any]] = []
+        groups: list[dict[str, list[ConsumeStats]]] = []
         for group in list(b.subscription_groups.table):
-            stats_list: list[dict[str, Any]] = []
+            stats_list: list[ConsumeStats] = []
             for topic in b.offsets.which_topic_by_consumer(group):
                 tc = b.topics.select(topic)
                 if tc is None or (h.is_order and not tc.order):
@@ -328,11 +328,11 @@ class AdminBrokerStatsProcessor:
                         b, store, group, topic, qid)
                 cs.consume_tps = self.stats.tps_group_get_nums(group, topic)
                 total_diff += cs.compute_total_diff()
-                stats_list.append(cs.to_json())
+                stats_list.append(cs)
             groups.append({group: stats_list})
-        body = {"brokerAddr": b.config.broker_addr, "consumeStatsList": groups,
-                "totalDiff": total_diff}
-        return request.create_response(ResponseCode.SUCCESS, body=dumps(body))
+        body = ConsumeStatsList(broker_addr=b.config.broker_addr, consume_stats_list=groups,
+                                total_diff=total_diff)
+        return request.create_response(ResponseCode.SUCCESS, body=body.encode())
 
 
 def _offset_wrapper(b: Any, store: Any, group: str, topic: str, qid: int) -> OffsetWrapper:
