@@ -40,6 +40,7 @@ def next_opaque() -> int:
 
 
 _LANG_BY_NAME = {lc.name: lc for lc in LanguageCode}
+_RESPONSE_FLAG = int(RpcFlag.RESPONSE)
 _encode_str = json.encoder.encode_basestring  # type: ignore[attr-defined]  # "..." with escapes, non-ASCII raw
 _json_loads = json.loads
 # The C scanner behind json.loads, called directly for the common case (a UTF-8 object with
@@ -135,7 +136,7 @@ class RemotingCommand:
         return RemotingCommand(
             code,
             opaque=self.opaque,
-            flag=RpcFlag.RESPONSE,
+            flag=_RESPONSE_FLAG,  # a plain int: Flag arithmetic runs Python code per response
             remark=remark,
             ext_fields=ext_fields,
             body=body,

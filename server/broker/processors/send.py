@@ -75,6 +75,7 @@ _TRAN_MSG = MessageConst.PROPERTY_TRANSACTION_PREPARED
 _PS = MessageConst.PROPERTY_SEPARATOR
 _RETRY_PREFIX = MixAll.RETRY_GROUP_TOPIC_PREFIX
 _RW = int(Perm.READ | Perm.WRITE)
+_WRITE = int(Perm.WRITE)  # tested as an int: Perm.writeable's Flag arithmetic is Python code
 _FAQ = "\nSee http://rocketmq.apache.org/docs/faq/ for further details."
 _BORN_HOST = "send.born_host"  # Channel.attrs key: the peer's address as record bytes
 
@@ -162,7 +163,7 @@ class SendMessageProcessor:
         """``AbstractSendMessageProcessor.msgCheck``: the topic config, or ``None`` with ``response`` set."""
         b = self._b
         topic = header.topic
-        if not Perm.writeable(b.config.broker_permission) and b.topics.is_order_topic(topic):
+        if not b.config.broker_permission & _WRITE and b.topics.is_order_topic(topic):
             return _refuse(response, ResponseCode.NO_PERMISSION,
                          f"the broker[{b.config.broker_ip1}] sending message is forbidden")
         remark = validate_topic(topic)
