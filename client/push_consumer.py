@@ -247,7 +247,6 @@ class PushConsumer:
         self._tasks: set[asyncio.Task[Any]] = set()
         self._timers: set[asyncio.TimerHandle] = set()
         self._executor: concurrent.futures.ThreadPoolExecutor | None = None
-        self._inner_producer: Producer | None = None
         self._pull_from_which_node: dict[MessageQueue, int] = {}
         self._start_time_ms = 0
         self._consume_ok = 0
@@ -422,8 +421,6 @@ class PushConsumer:
             await self.rebalance.unlock_all(False)
         await inst.unregister_consumer(self.group)
         await self.rebalance.destroy()
-        if self._inner_producer is not None:
-            await self._inner_producer.shutdown()
         await inst.release()
         log.info("push_consumer.shutdown", group=self.group)
 
@@ -902,7 +899,7 @@ class PushConsumer:
 
     async def _resend_to_retry_topic(self, msg: MessageExt, delay_level: int,
                                      reconsume_time: int, max_times: int) -> None:
-        producer = await self._get_inner_producer()
+        producer = self._get_inner_producer()
         new = Message(MixAll.retry_topic(self.group), msg.body, flag=msg.flag,
                       properties=msg.properties)
         origin = msg.properties.get(MessageConst.PROPERTY_ORIGIN_MESSAGE_ID)
@@ -914,22 +911,14 @@ class PushConsumer:
         new.delay_time_level = delay_level
         await producer.send(new)
 
-    async def _get_inner_producer(self) -> Producer:
-        if self._inner_producer is None:
-            assert self.instance is not None
-            producer = Producer(MixAll.CLIENT_INNER_PRODUCER_GROUP, config=self.config,
-                                _instance=self.instance)
-            self._inner_producer = producer
-            try:
-                await producer.start()
-            except MQClientError:
-                # Another consumer of this client instance registered it first: use theirs.
-                other = self.instance.producers.get(MixAll.CLIENT_INNER_PRODUCER_GROUP)
-                self._inner_producer = None
-                if isinstance(other, Producer):
-                    return other
-                raise
-        return self._inner_producer
+    def _get_inner_producer(self) -> Producer:
+        """The instance's CLIENT_INNER_PRODUCER (upstream ``getDefaultMQProducer``), which
+        ``MQClientInstance.acquire`` started and its shutdown stops."""
+        producer = None if self.instance is None else self.instance.inner_producer
+        if producer is None:
+            raise MQClientError(f"cannot resend for {self.group}: the client instance has no "
+                                "inner producer (not started or shut down)")
+        return producer
 
     async def _consume_orderly(self, request: _ConsumeRequest) -> None:
         """``ConsumeMessageOrderlyService.ConsumeRequest.run`` for one queue."""

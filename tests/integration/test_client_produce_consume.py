@@ -147,6 +147,29 @@ async def test_reconsume_later_redelivers(namesrv: ServerProcess, broker: Server
     assert second[0] == sent.msg_id and second[1] == topic and second[2] == 1
 
 
+async def test_client_side_resend_uses_the_shared_inner_producer(
+        namesrv: ServerProcess, broker: ServerProcess) -> None:
+    # The fallback when CONSUMER_SEND_MSG_BACK fails: resend to %RETRY%<group> through the
+    # instance's CLIENT_INNER_PRODUCER (upstream getDefaultMQProducer), never a second one.
+    topic = "ClientResendT"
+    seen: list[MessageExt] = []
+    c = consumer(namesrv, "CG_resend", topic,
+                 lambda msgs, ctx: seen.extend(msgs) or ConsumeConcurrentlyStatus.CONSUME_SUCCESS)
+    await c.start()
+    try:
+        assert c.instance is not None
+        assert c._get_inner_producer() is c.instance.inner_producer
+        async with Producer("PG_resend", namesrv.address) as producer:
+            sent = await producer.send(Message(topic, b"resend-me"))
+        await wait_for(lambda: len(seen) >= 1, 90, "the first delivery")
+        await c._resend_to_retry_topic(seen[0], 0, 1, 16)
+        await wait_for(lambda: len(seen) >= 2, 90, "the resent delivery")
+    finally:
+        await c.shutdown()
+    assert [(m.msg_id, m.topic, m.reconsume_times) for m in seen[:2]] == [
+        (sent.msg_id, topic, 0), (sent.msg_id, topic, 1)]
+
+
 async def test_broadcasting_delivers_to_every_consumer(namesrv: ServerProcess,
                                                        broker: ServerProcess, tmp_path: Path) -> None:
     topic = "ClientBcastT"
