@@ -4,8 +4,8 @@ Reads ``--source-topic`` with ``format("rocketmq")``, counts messages per tag in
 one-minute windows of store time, and writes each updated count as a message
 (``body`` = JSON, ``tags`` = the tag, ``keys`` = window start) to ``--sink-topic``.
 The query restarts from ``--checkpoint`` exactly where it stopped; the sink is at least
-once, with ``spark.batchId`` / ``spark.partitionId`` / ``spark.rowIndex`` on every message
-for deduplication downstream.
+once, with ``pipeline.batchId`` and the sink's ``spark.partitionId`` / ``spark.rowIndex``
+on every message for deduplication downstream.
 
 Run: ``python -m examples.spark_pipeline --name-server 127.0.0.1:9876``
 (docker-compose.yml runs it in the ``spark`` service).
@@ -60,12 +60,22 @@ def main(argv: list[str] | None = None) -> int:
         F.when(F.col("tag") != "", F.col("tag")).alias("tags"),
         F.date_format("window.start", "yyyyMMddHHmm").alias("keys"),
     )
-    writer = (out.writeStream.format("rocketmq")
-              .option("nameServer", args.name_server)
-              .option("topic", args.sink_topic)
-              .option("async", "true")
-              .option("checkpointLocation", args.checkpoint)
-              .outputMode("update"))
+    def publish(batch, batch_id: int) -> None:
+        # Updated window counts change between micro-batches, so the query runs in update
+        # mode; Spark's Python data-source sinks take appends only, hence foreachBatch with
+        # the batch sink. The micro-batch id travels as a property for downstream dedup.
+        (batch.withColumn("properties",
+                          F.create_map(F.lit("pipeline.batchId"), F.lit(str(batch_id))))
+         .write.format("rocketmq")
+         .option("nameServer", args.name_server)
+         .option("topic", args.sink_topic)
+         .option("async", "true")
+         .mode("append")
+         .save())
+
+    writer = (out.writeStream.outputMode("update")
+              .foreachBatch(publish)
+              .option("checkpointLocation", args.checkpoint))
     if args.available_now:
         writer = writer.trigger(availableNow=True)
     query = writer.start()
