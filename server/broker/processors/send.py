@@ -86,6 +86,7 @@ _STORED = {
     PutMessageStatus.FLUSH_SLAVE_TIMEOUT: ResponseCode.FLUSH_SLAVE_TIMEOUT,
     PutMessageStatus.SLAVE_NOT_AVAILABLE: ResponseCode.SLAVE_NOT_AVAILABLE,
 }
+_PUT_OK = PutMessageStatus.PUT_OK
 _FAILED_REMARKS = {
     PutMessageStatus.CREATE_MAPEDFILE_FAILED: "create mapped file failed, server is busy or broken.",
     PutMessageStatus.OS_PAGECACHE_BUSY: "[PC_SYNCHRONIZED]broker busy, start flow control for a while",
@@ -288,7 +289,8 @@ class SendMessageProcessor:
         if result is None:
             return _fail_response(response, ResponseCode.SYSTEM_ERROR, "store putMessage return null")
         status = result.status
-        code = _STORED.get(status)
+        # Enum hashing is Python code: test the usual status by identity first.
+        code = ResponseCode.SUCCESS if status is _PUT_OK else _STORED.get(status)
         if code is None or result.append_result is None:
             self._b.stats.on_put_failed()
             if status in (PutMessageStatus.MESSAGE_ILLEGAL, PutMessageStatus.PROPERTIES_SIZE_EXCEEDED):
