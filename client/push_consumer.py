@@ -33,9 +33,8 @@ Tasks and ownership (all created in ``start()``, all awaited in ``shutdown()``):
 
 Listeners see messages of ``%RETRY%<group>`` with their original topic restored
 (``resetRetryAndNamespace``). ``shutdown()``: stop pulling, let running listeners finish
-within ``await_termination`` seconds (then cancel them), persist offsets, unlock orderly
-queues (after the offsets, unlike upstream, so the next owner does not re-deliver what
-was consumed), UNREGISTER_CLIENT, release the client instance. It always completes, also when
+within ``await_termination`` seconds (then cancel them), unlock orderly queues, persist
+offsets, UNREGISTER_CLIENT, release the client instance. It always completes, also when
 the broker is gone (each call is bounded by its timeout).
 """
 
@@ -414,11 +413,9 @@ class PushConsumer:
         await asyncio.gather(*tasks, return_exceptions=True)
         if self._executor is not None:
             self._executor.shutdown(wait=False, cancel_futures=True)
-        # Offsets before unlocking (upstream unlocks first): a member that takes a queue
-        # as soon as its lock is free then starts after what we consumed, not before it.
-        await self.persist_consumer_offset()
         if self.consume_orderly and self.message_model is MessageModel.CLUSTERING:
             await self.rebalance.unlock_all(False)
+        await self.persist_consumer_offset()
         await inst.unregister_consumer(self.group)
         await self.rebalance.destroy()
         await inst.release()
