@@ -13,6 +13,12 @@ configured value; every other request says ``JAVA``). We default to ``PYTHON`` s
 ``consumerConnection`` and friends show what the peer really is; no 4.9.x broker changes
 behaviour by language (checked: nothing in broker/ or tools/ branches on it). Pass
 ``language=LanguageCode.JAVA`` to look exactly like the Java client.
+
+Serialize type: ``serialize_type`` is Java's ``rocketmq.serialize.type`` (environment
+``ROCKETMQ_SERIALIZE_TYPE``, ``RemotingCommand.serializeTypeConfigInThisServer``): ``JSON``
+(default) or ``ROCKETMQ`` (binary headers, REMOTING.md 1). Every request the client sends
+is written in it; answers to the servers' own requests mirror the request's type, and a
+ROCKETMQ client still reads the JSON frames a broker starts itself (NOTIFY_CONSUMER_IDS_CHANGED).
 """
 
 from __future__ import annotations
@@ -23,7 +29,7 @@ import re
 import socket
 import time
 
-from protocol.codes import LanguageCode, MixAll, SystemTopic
+from protocol.codes import LanguageCode, MixAll, SerializeType, SystemTopic
 from protocol.errors import MQClientError
 
 __all__ = [
@@ -95,6 +101,16 @@ def without_namespace(namespace: str | None, resource: str) -> str:
     return prefix + bare[len(namespace) + 1:]
 
 
+def _serialize_type(value: object) -> SerializeType:
+    """``SerializeType.valueOf`` of ``rocketmq.serialize.type`` (a name, or the enum)."""
+    if isinstance(value, SerializeType):
+        return value
+    member = SerializeType.__members__.get(str(value).strip().upper())
+    if member is None:
+        raise MQClientError(f"ClientConfig.serialize_type: {value!r} is not JSON or ROCKETMQ")
+    return member
+
+
 @dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
 class ClientConfig:
     """Settings shared by producers and consumers (upstream ``ClientConfig``).
@@ -112,6 +128,8 @@ class ClientConfig:
         mq_client_api_timeout_ms: default budget of one API call (3 s).
         language: sent on HEART_BEAT (module docstring).
         unit_mode: upstream unit mode flag (sent in headers, normally False).
+        serialize_type: header encoding of every request, ``"JSON"`` or ``"ROCKETMQ"`` (or a
+            ``SerializeType``); stored as ``SerializeType`` (module docstring).
 
     Raises:
         MQClientError: an option out of range or a malformed address list.
@@ -130,6 +148,8 @@ class ClientConfig:
     mq_client_api_timeout_ms: int = 3_000
     language: LanguageCode = LanguageCode.PYTHON
     unit_mode: bool = False
+    serialize_type: SerializeType = dataclasses.field(
+        default_factory=lambda: _serialize_type(os.environ.get("ROCKETMQ_SERIALIZE_TYPE", "JSON")))
 
     def __post_init__(self) -> None:
         for name in ("poll_name_server_interval_ms", "heartbeat_broker_interval_ms",
@@ -152,6 +172,7 @@ class ClientConfig:
             object.__setattr__(self, "language", LanguageCode(self.language))
         except ValueError as exc:
             raise MQClientError(f"ClientConfig.language: unknown {self.language!r}") from exc
+        object.__setattr__(self, "serialize_type", _serialize_type(self.serialize_type))
 
     @property
     def namesrv_addresses(self) -> list[str]:

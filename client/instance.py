@@ -181,7 +181,7 @@ class MQClientInstance:
     def __init__(self, config: ClientConfig, client_id: str) -> None:
         self.config = config
         self.client_id = client_id
-        self.remoting = RemotingClient()
+        self.remoting = RemotingClient(serialize_type=config.serialize_type)
         self.api = MQClientAPI(self.remoting, config)
         self.remoting.update_namesrv_address_list(config.namesrv_addresses)
         self.state = ServiceState.CREATE_JUST

@@ -38,6 +38,7 @@ from protocol.channel import (
     InvokeCallback,
     Permits,
 )
+from protocol.codes import SerializeType
 from protocol.command import RemotingCommand
 from protocol.errors import (
     ConnectionClosedError,
@@ -77,6 +78,8 @@ class RemotingClient:
         connect_timeout: seconds to wait for a TCP connection.
         close_socket_if_timeout: close a channel whose sync request timed out (upstream
             default true): a peer that stopped answering is dialled afresh next time.
+        serialize_type: header encoding stamped on every request sent (``ClientConfig``'s,
+            upstream ``serializeTypeConfigInThisServer``); None sends each as it was built.
     """
 
     def __init__(
@@ -91,6 +94,7 @@ class RemotingClient:
         scan_interval: float = SCAN_INTERVAL,
         max_frame_length: int = DEFAULT_MAX_FRAME_LENGTH,
         close_socket_if_timeout: bool = True,
+        serialize_type: SerializeType | None = None,
     ) -> None:
         self._processors: dict[int, Handler] = dict(processors or {})
         self._default_handler = default_handler
@@ -101,6 +105,7 @@ class RemotingClient:
         self._scan_interval = scan_interval
         self._max_frame_length = max_frame_length
         self._close_socket_if_timeout = close_socket_if_timeout
+        self.serialize_type = serialize_type
         self._channels: dict[str, Channel] = {}
         self._locks: dict[str, asyncio.Lock] = {}
         self._namesrv_addrs: list[str] = []
@@ -194,6 +199,8 @@ class RemotingClient:
         Raises:
             RemotingConnectError, RemotingTimeoutError, ConnectionClosedError.
         """
+        if self.serialize_type is not None:
+            cmd.serialize_type = self.serialize_type
         channel = self._channels.get(addr)
         if channel is not None and channel.is_active:
             remaining = timeout  # the hot path: no coroutine or clock read before the channel
@@ -247,6 +254,8 @@ class RemotingClient:
         Raises:
             RemotingConnectError, RemotingTooMuchRequestError, RemotingTimeoutError.
         """
+        if self.serialize_type is not None:
+            cmd.serialize_type = self.serialize_type
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         channel = await self.get_channel(addr)
@@ -259,6 +268,8 @@ class RemotingClient:
 
     async def invoke_oneway(self, addr: str, cmd: RemotingCommand, timeout: float) -> None:
         """Oneway request to ``addr`` (see ``Channel.invoke_oneway``)."""
+        if self.serialize_type is not None:
+            cmd.serialize_type = self.serialize_type
         channel = await self.get_channel(addr)
         await channel.invoke_oneway(cmd, timeout)
 
@@ -333,6 +344,8 @@ class RemotingClient:
         one that times out or drops the connection fails this call and is left for the
         next nameserver on the following call.
         """
+        if self.serialize_type is not None:
+            cmd.serialize_type = self.serialize_type
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         channel = await self.get_namesrv_channel()

@@ -61,6 +61,7 @@ from protocol.codes import (
     PullSysFlag,
     RequestCode,
     ResponseCode,
+    SerializeType,
     SystemTopic,
 )
 from protocol.command import RemotingCommand
@@ -127,18 +128,23 @@ class MQAdmin:
     Args:
         namesrv_addr: ``"host:port;host:port"``.
         timeout: default budget of one call, in seconds.
+        serialize_type: header encoding of every request (``ClientConfig.serialize_type``;
+            None: its default, ``ROCKETMQ_SERIALIZE_TYPE`` or JSON).
     """
 
-    def __init__(self, namesrv_addr: str, *, timeout: float = DEFAULT_TIMEOUT) -> None:
+    def __init__(self, namesrv_addr: str, *, timeout: float = DEFAULT_TIMEOUT,
+                 serialize_type: SerializeType | str | None = None) -> None:
         addrs = parse_namesrv_addr(namesrv_addr or "")
         if not addrs:
             raise MQClientError("no nameserver address given (use -n host:port)")
         self.namesrv_addrs = addrs
         self.timeout = timeout
-        self.remoting = RemotingClient()
-        self.remoting.update_namesrv_address_list(addrs)
+        options: dict[str, Any] = {} if serialize_type is None else {
+            "serialize_type": serialize_type}
         self.config = ClientConfig(namesrv_addr=";".join(addrs),
-                                   mq_client_api_timeout_ms=int(timeout * 1000))
+                                   mq_client_api_timeout_ms=int(timeout * 1000), **options)
+        self.remoting = RemotingClient(serialize_type=self.config.serialize_type)
+        self.remoting.update_namesrv_address_list(addrs)
         self.api = MQClientAPI(self.remoting, self.config)
 
     async def __aenter__(self) -> MQAdmin:

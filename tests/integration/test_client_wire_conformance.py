@@ -27,10 +27,11 @@ Differences we keep on purpose, each asserted below with its reason:
 * ``version``: we stamp 409 (V4_9_8), Java 407; every gate in the 4.9.7 servers
   (>= 28 reset/status, >= 62 running-info/consume-directly forwarding, >= 121
   maxReconsumeTimes, >= 401 standard route JSON) is passed (``test_version_gates``).
-* serialize type: our client always writes JSON headers; the ROCKETMQ header scenario
-  (``harness_rocketmq``) has no counterpart (``ClientConfig`` has no serialize-type
-  option), but our client reads the JSON NOTIFY_CONSUMER_IDS_CHANGED a Java broker sends
-  to a ROCKETMQ client (part 2).
+* serialize type: our client writes JSON headers unless ``ClientConfig.serialize_type``
+  is ``ROCKETMQ`` (Java's ``-Drocketmq.serialize.type``); the ``harness_rocketmq``
+  scenario's clients are held to the Java ones with it (same codes, same key sets,
+  binary headers both ways), and our client reads the JSON NOTIFY_CONSUMER_IDS_CHANGED a
+  Java broker sends to a ROCKETMQ client (part 2).
 """
 
 # ASYNC109: ``timeout`` parameters are wait deadlines in seconds.
@@ -614,6 +615,71 @@ async def test_pull_and_lite_pull_requests_match_java(wire: Wire,
                for code in (RequestCode.GET_MAX_OFFSET, RequestCode.GET_MIN_OFFSET,
                             RequestCode.SEARCH_OFFSET_BY_TIMESTAMP,
                             RequestCode.GET_EARLIEST_MSG_STORETIME))
+
+
+async def test_rocketmq_serialize_type_requests_match_java(wire: Wire) -> None:
+    """harness_rocketmq: producer, push, lite-pull and pull consumers with binary headers."""
+    topic = "WireBinT"
+    cfg = ClientConfig(namesrv_addr=wire.namesrv, serialize_type="ROCKETMQ")  # type: ignore[arg-type]
+    assert cfg.serialize_type is SerializeType.ROCKETMQ
+    async with Producer("WireBinPG", config=cfg) as producer:
+        sent = [await producer.send(Message(topic, f"bin-{i}".encode(), tags="TagA"))
+                for i in range(4)]
+    mq = sent[0].message_queue
+
+    seen: list[bytes] = []
+
+    def listener(msgs: list[MessageExt], ctx: object) -> ConsumeConcurrentlyStatus:
+        seen.extend(m.body for m in msgs)
+        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+    push = PushConsumer("WireBinCG", config=cfg,
+                        consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
+    push.subscribe(topic, "*")
+    push.register_message_listener(listener)
+    await push.start()
+    try:
+        await wait_for(lambda: len(seen) >= 4, "the push consumer's deliveries")
+    finally:
+        await push.shutdown()  # persists offsets (UPDATE_CONSUMER_OFFSET), then unregisters
+
+    lite = LitePullConsumer("WireBinLiteCG", config=cfg,
+                            consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
+    lite.subscribe(topic, "*")
+    await lite.start()
+    try:
+        got: list[bytes] = []
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 30
+        while len(got) < 4 and loop.time() < deadline:
+            got.extend(m.body for m in await lite.poll(1.0))
+        assert sorted(got) == sorted(seen[:4])
+    finally:
+        await lite.shutdown()
+
+    async with PullConsumer("WireBinPullCG", config=cfg) as pc:
+        assert pc.instance is not None
+        assert await pc.instance.min_offset(mq) == 0
+        assert await pc.instance.max_offset(mq) >= 1
+
+    java = [f for f in frames_where(scenario="harness_rocketmq", is_response=False)
+            if f["conn"].startswith("client->")]
+    java_key_sets: dict[int, set[frozenset[str]]] = {}
+    for f in java:
+        assert f["serialize"] == "ROCKETMQ"
+        java_key_sets.setdefault(f["code"], set()).add(frozenset(java_keys(f)))
+    ours = [(c, "broker") for c in wire.requests()] + \
+        [(c, "namesrv") for c in wire.requests(tap="namesrv")]
+    assert {c.code for c, _ in ours} == set(java_key_sets)
+    answered: set[int] = set()
+    for c, tap in ours:
+        assert c.serialize_type == SerializeType.ROCKETMQ, c.code
+        assert frozenset(ext(c)) in java_key_sets[c.code], (c.code, sorted(ext(c)))
+        answer = wire.answer(c, tap=tap)
+        if answer is not None:  # a pull still held at shutdown has none
+            assert answer.serialize_type == SerializeType.ROCKETMQ, c.code  # mirrored
+            answered.add(c.code)
+    assert answered == {c.code for c, _ in ours if not oneway(c)}
 
 
 def test_version_gates() -> None:

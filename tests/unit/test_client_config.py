@@ -1,0 +1,28 @@
+"""ClientConfig.serialize_type: Java's ``rocketmq.serialize.type`` (REMOTING.md 1)."""
+
+from __future__ import annotations
+
+import pytest
+
+from client.config import ClientConfig
+from protocol.codes import SerializeType
+from protocol.errors import MQClientError
+
+
+def test_serialize_type_defaults_to_json_and_takes_names_or_members(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ROCKETMQ_SERIALIZE_TYPE", raising=False)
+    assert ClientConfig().serialize_type is SerializeType.JSON
+    assert ClientConfig(serialize_type="ROCKETMQ").serialize_type is SerializeType.ROCKETMQ  # type: ignore[arg-type]
+    assert ClientConfig(serialize_type=SerializeType.ROCKETMQ).serialize_type is SerializeType.ROCKETMQ
+    copy = ClientConfig(serialize_type=SerializeType.ROCKETMQ).replace(instance_name="x")
+    assert copy.serialize_type is SerializeType.ROCKETMQ
+    with pytest.raises(MQClientError, match="serialize_type"):
+        ClientConfig(serialize_type="XML")  # type: ignore[arg-type]
+
+
+def test_serialize_type_environment_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    # RemotingCommand.serializeTypeConfigInThisServer falls back to ROCKETMQ_SERIALIZE_TYPE.
+    monkeypatch.setenv("ROCKETMQ_SERIALIZE_TYPE", "ROCKETMQ")
+    assert ClientConfig().serialize_type is SerializeType.ROCKETMQ
+    assert ClientConfig(serialize_type="JSON").serialize_type is SerializeType.JSON  # type: ignore[arg-type]
