@@ -93,7 +93,7 @@ def _check(consumer_group: str, current_cid: str, mq_all: Sequence[QueueLike],
     if not cid_all:
         raise MQClientError("cidAll is null or cidAll empty")
     if current_cid not in cid_all:
-        log.info("allocate.cid_not_in_list", group=consumer_group, cid=current_cid,
+        log.info("client.allocate.cid_not_in_list", group=consumer_group, cid=current_cid,
                  cid_all=list(cid_all))
         return False
     return True

@@ -213,7 +213,7 @@ class MQClientInstance:
         if inst is None or inst.state is ServiceState.SHUTDOWN_ALREADY:
             inst = cls(config, client_id)
             cls._instances[client_id] = inst
-            log.info("instance.created", client_id=client_id)
+            log.info("client.instance.created", client_id=client_id)
         inst._refs += 1
         if inst.state is ServiceState.CREATE_JUST:
             inst.start()
@@ -253,7 +253,7 @@ class MQClientInstance:
                     self.persist_all_consumer_offset)
         self._tasks.append(asyncio.create_task(self._rebalance_routine(),
                                                name=f"rebalance[{self.client_id}]"))
-        log.info("instance.started", client_id=self.client_id)
+        log.info("client.instance.started", client_id=self.client_id)
 
     def _spawn(self, name: str, first: float, interval: float,
                fn: Callable[[], Awaitable[Any]]) -> None:
@@ -271,7 +271,7 @@ class MQClientInstance:
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
-                log.warning("instance.scheduled_task_failed", task=name, client_id=self.client_id,
+                log.warning("client.instance.scheduled_task_failed", task=name, client_id=self.client_id,
                             error=repr(exc))
             await asyncio.sleep(interval)
 
@@ -309,7 +309,7 @@ class MQClientInstance:
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
-                log.warning("instance.rebalance_failed", group=group, error=repr(exc))
+                log.warning("client.instance.rebalance_failed", group=group, error=repr(exc))
 
     async def shutdown(self) -> None:
         """Stop routines, unregister remaining groups, close channels. Idempotent."""
@@ -329,11 +329,11 @@ class MQClientInstance:
         results = await asyncio.gather(*tasks, return_exceptions=True)
         for t, r in zip(tasks, results, strict=True):
             if isinstance(r, Exception):
-                log.warning("instance.task_failed_at_shutdown", task=t.get_name(), error=repr(r))
+                log.warning("client.instance.task_failed_at_shutdown", task=t.get_name(), error=repr(r))
         if self.inner_producer is not None:
             await self.inner_producer.shutdown()  # its UNREGISTER_CLIENT, as upstream
         await self.remoting.close()
-        log.info("instance.shutdown", client_id=self.client_id)
+        log.info("client.instance.shutdown", client_id=self.client_id)
 
     # -- registration -----------------------------------------------------------------------
 
@@ -365,12 +365,12 @@ class MQClientInstance:
                     await self.api.unregister_client(addr, self.client_id,
                                                      producer_group=producer_group,
                                                      consumer_group=consumer_group)
-                    log.info("instance.unregistered", addr=addr, producer_group=producer_group,
+                    log.info("client.instance.unregistered", addr=addr, producer_group=producer_group,
                              consumer_group=consumer_group)
                 except asyncio.CancelledError:
                     raise
                 except Exception as exc:
-                    log.warning("instance.unregister_failed", broker=broker_name, id=broker_id,
+                    log.warning("client.instance.unregister_failed", broker=broker_name, id=broker_id,
                                 addr=addr, error=repr(exc))
 
     # -- routes -----------------------------------------------------------------------------
@@ -399,7 +399,7 @@ class MQClientInstance:
             async with asyncio.timeout(LOCK_TIMEOUT):
                 await self._route_lock.acquire()
         except TimeoutError:
-            log.warning("instance.route_lock_timeout", topic=topic)
+            log.warning("client.instance.route_lock_timeout", topic=topic)
             return False
         try:
             if default_topic is not None:
@@ -414,7 +414,7 @@ class MQClientInstance:
             raise
         except Exception as exc:
             if not topic.startswith(MixAll.RETRY_GROUP_TOPIC_PREFIX):
-                log.warning("instance.route_update_failed", topic=topic, default_topic=default_topic,
+                log.warning("client.instance.route_update_failed", topic=topic, default_topic=default_topic,
                             error=str(exc))
             return False
         finally:
@@ -435,7 +435,7 @@ class MQClientInstance:
             for consumer in self.consumers.values():
                 consumer.update_topic_subscribe_info(topic, mqs)
         self.topic_route_table[topic] = route
-        log.info("instance.route_changed", topic=topic, old=None if old is None else old.to_json(),
+        log.info("client.instance.route_changed", topic=topic, old=None if old is None else old.to_json(),
                  new=route.to_json())
         return True
 
@@ -495,7 +495,7 @@ class MQClientInstance:
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            log.warning("instance.consumer_list_failed", topic=topic, group=group, addr=addr,
+            log.warning("client.instance.consumer_list_failed", topic=topic, group=group, addr=addr,
                         error=str(exc))
             return None
 
@@ -564,7 +564,7 @@ class MQClientInstance:
             for bid, addr in list(addrs.items()):
                 if addr not in live:
                     del addrs[bid]
-                    log.info("instance.offline_broker_removed", broker=name, addr=addr)
+                    log.info("client.instance.offline_broker_removed", broker=name, addr=addr)
             if not addrs:
                 del self.broker_addr_table[name]
 
@@ -574,7 +574,7 @@ class MQClientInstance:
             async with asyncio.timeout(LOCK_TIMEOUT):
                 await self._heartbeat_lock.acquire()
         except TimeoutError:
-            log.warning("instance.heartbeat_lock_timeout", client_id=self.client_id)
+            log.warning("client.instance.heartbeat_lock_timeout", client_id=self.client_id)
             return
         try:
             hb = self._prepare_heartbeat()
@@ -589,7 +589,7 @@ class MQClientInstance:
                     except asyncio.CancelledError:
                         raise
                     except Exception as exc:
-                        log.warning("instance.heartbeat_failed", broker=name, addr=addr,
+                        log.warning("client.instance.heartbeat_failed", broker=name, addr=addr,
                                     error=repr(exc))
                         continue
                     self.broker_version_table.setdefault(name, {})[addr] = version
@@ -619,7 +619,7 @@ class MQClientInstance:
     def _on_notify_consumer_ids_changed(self, channel: Channel,
                                         request: RemotingCommand) -> RemotingCommand | None:
         header = NotifyConsumerIdsChangedRequestHeader.from_ext_fields(request.ext_fields)
-        log.info("instance.consumer_ids_changed", group=header.consumer_group,
+        log.info("client.instance.consumer_ids_changed", group=header.consumer_group,
                  broker=channel.remote_addr)
         self.rebalance_immediately()
         return None
@@ -628,7 +628,7 @@ class MQClientInstance:
                                     request: RemotingCommand) -> RemotingCommand | None:
         header = CheckTransactionStateRequestHeader.from_ext_fields(request.ext_fields)
         if not request.body:
-            log.warning("instance.check_transaction_no_body", broker=channel.remote_addr)
+            log.warning("client.instance.check_transaction_no_body", broker=channel.remote_addr)
             return None
         msg, _ = decode_message(request.body)
         uniq = msg.properties.get("UNIQ_KEY")
@@ -637,7 +637,7 @@ class MQClientInstance:
         group = msg.properties.get("PGROUP")
         producer = self.producers.get(group) if group else None
         if producer is None:
-            log.debug("instance.check_transaction_no_producer", group=group)
+            log.debug("client.instance.check_transaction_no_producer", group=group)
             return None
         addr = channel.attrs.get("addr", channel.remote_addr)
         producer.check_transaction_state(addr, msg, header)
@@ -645,7 +645,7 @@ class MQClientInstance:
 
     async def _on_reset_offset(self, channel: Channel, request: RemotingCommand) -> None:
         header = ResetOffsetRequestHeader.from_ext_fields(request.ext_fields)
-        log.info("instance.reset_offset", group=header.group, topic=header.topic,
+        log.info("client.instance.reset_offset", group=header.group, topic=header.topic,
                  timestamp=header.timestamp, broker=channel.remote_addr)
         if not request.body:
             return None

@@ -130,7 +130,7 @@ class RemoteBrokerOffsetStore(OffsetStore):
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            log.warning("offset_store.fetch_failed", group=self.group, mq=str(mq), error=str(exc))
+            log.warning("client.offset_store.fetch_failed", group=self.group, mq=str(mq), error=str(exc))
             return -2
         self.update_offset(mq, off, increase_only=False)
         return off
@@ -147,7 +147,7 @@ class RemoteBrokerOffsetStore(OffsetStore):
                 except asyncio.CancelledError:
                     raise
                 except Exception as exc:
-                    log.warning("offset_store.persist_failed", group=self.group, mq=str(mq),
+                    log.warning("client.offset_store.persist_failed", group=self.group, mq=str(mq),
                                 offset=off, error=str(exc))
             else:
                 unused.append(mq)
@@ -163,7 +163,7 @@ class RemoteBrokerOffsetStore(OffsetStore):
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            log.warning("offset_store.persist_failed", group=self.group, mq=str(mq), offset=off,
+            log.warning("client.offset_store.persist_failed", group=self.group, mq=str(mq), offset=off,
                         error=str(exc))
 
     async def update_consume_offset_to_broker(self, mq: MessageQueue, offset: int,
@@ -226,7 +226,7 @@ class LocalFileOffsetStore(OffsetStore):
             try:
                 return self._decode(data)
             except (ProtocolError, ValueError, TypeError) as exc:
-                log.warning("offset_store.bad_file", path=str(candidate), error=str(exc))
+                log.warning("client.offset_store.bad_file", path=str(candidate), error=str(exc))
         return {}
 
     async def load(self) -> None:
@@ -241,7 +241,7 @@ class LocalFileOffsetStore(OffsetStore):
             raise MQClientError(f"cannot read local offsets {self.path}: {exc}") from exc
         self._table.update(table)
         for mq, off in table.items():
-            log.info("offset_store.loaded", group=self.group, mq=str(mq), offset=off)
+            log.info("client.offset_store.loaded", group=self.group, mq=str(mq), offset=off)
 
     def _encode(self, table: dict[MessageQueue, int]) -> bytes:
         return fastjson.dumps({"offsetTable": {mq.to_object_key(): off

@@ -460,7 +460,7 @@ class Producer:
         self._loop = asyncio.get_running_loop()
         self.state = ServiceState.RUNNING
         await self.instance.send_heartbeat_to_all_brokers()
-        log.info("producer.started", group=self.group, client_id=self.instance.client_id)
+        log.info("client.producer.started", group=self.group, client_id=self.instance.client_id)
 
     async def shutdown(self) -> None:
         """Wait for started async sends, unregister the group, release the instance.
@@ -479,7 +479,7 @@ class Producer:
         await inst.unregister_producer(self.group)
         if self._shared_instance:
             await inst.release()
-        log.info("producer.shutdown", group=self.group)
+        log.info("client.producer.shutdown", group=self.group)
 
     async def __aenter__(self) -> Producer:
         await self.start()
@@ -511,7 +511,7 @@ class Producer:
     def check_transaction_state(self, addr: str, msg: MessageExt,
                                 header: CheckTransactionStateRequestHeader) -> None:
         """CHECK_TRANSACTION_STATE for this group; a plain producer has no checker."""
-        log.warning("producer.check_transaction_state_ignored", group=self.group, addr=addr,
+        log.warning("client.producer.check_transaction_state_ignored", group=self.group, addr=addr,
                     msg_id=header.msg_id, reason="not a transactional producer")
 
     # -- route ------------------------------------------------------------------------------
@@ -612,7 +612,7 @@ class Producer:
                 try:
                     callback(None if exc else t.result(), exc)
                 except Exception:
-                    log.exception("producer.send_callback_failed", group=self.group)
+                    log.exception("client.producer.send_callback_failed", group=self.group)
 
         task.add_done_callback(done)
         return task
@@ -701,7 +701,7 @@ class Producer:
             except (RemotingError, MQClientError) as exc:
                 self.fault_strategy.update_fault_item(
                     mq.broker_name, int((loop.time() - start) * 1000), True)
-                log.warning("producer.send_failed_retrying", topic=msg.topic, mq=str(mq),
+                log.warning("client.producer.send_failed_retrying", topic=msg.topic, mq=str(mq),
                             error=str(exc))
                 last_exc = exc
                 continue
@@ -710,7 +710,7 @@ class Producer:
                     mq.broker_name, int((loop.time() - start) * 1000), True)
                 last_exc = exc
                 if mode == _MODE_SYNC and exc.retriable:
-                    log.warning("producer.send_refused_retrying", topic=msg.topic, mq=str(mq),
+                    log.warning("client.producer.send_refused_retrying", topic=msg.topic, mq=str(mq),
                                 code=exc.code, remark=exc.remark)
                     continue
                 raise

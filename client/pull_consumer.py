@@ -490,7 +490,7 @@ class LitePullConsumer(_ConsumerBase):
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
-                log.warning("lite_pull.pull_failed", mq=str(mq), error=repr(exc))
+                log.warning("client.lite_pull.pull_failed", mq=str(mq), error=repr(exc))
                 await asyncio.sleep(1.0)  # upstream PULL_TIME_DELAY_MILLS_ON_EXCEPTION
                 continue
             if self._seek_gen.get(mq, 0) != gen:
@@ -498,7 +498,7 @@ class LitePullConsumer(_ConsumerBase):
             if result.status is PullStatus.FOUND and result.msg_found_list:
                 await self._buffer.put((mq, gen, result.msg_found_list))
             if result.status is PullStatus.OFFSET_ILLEGAL:
-                log.warning("lite_pull.offset_illegal", mq=str(mq), offset=offset,
+                log.warning("client.lite_pull.offset_illegal", mq=str(mq), offset=offset,
                             next=result.next_begin_offset)
             if self._seek_gen.get(mq, 0) == gen:
                 self._next_offset[mq] = result.next_begin_offset

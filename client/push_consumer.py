@@ -377,7 +377,7 @@ class PushConsumer:
             await inst.update_topic_route(topic)
         await inst.send_heartbeat_to_all_brokers()
         inst.rebalance_immediately()
-        log.info("push_consumer.started", group=self.group, client_id=inst.client_id,
+        log.info("client.push_consumer.started", group=self.group, client_id=inst.client_id,
                  model=self.message_model.value, orderly=self.consume_orderly)
 
     async def shutdown(self) -> None:
@@ -402,7 +402,7 @@ class PushConsumer:
                 async with asyncio.timeout(self.await_termination):
                     await self._consume_queue.join()
             except TimeoutError:
-                log.warning("push_consumer.listeners_still_running", group=self.group,
+                log.warning("client.push_consumer.listeners_still_running", group=self.group,
                             await_termination=self.await_termination)
         for w in workers:
             w.cancel()
@@ -419,7 +419,7 @@ class PushConsumer:
         await inst.unregister_consumer(self.group)
         await self.rebalance.destroy()
         await inst.release()
-        log.info("push_consumer.shutdown", group=self.group)
+        log.info("client.push_consumer.shutdown", group=self.group)
 
     async def __aenter__(self) -> PushConsumer:
         await self.start()
@@ -439,7 +439,7 @@ class PushConsumer:
     def _task_done(self, task: asyncio.Task[Any]) -> None:
         self._tasks.discard(task)
         if not task.cancelled() and task.exception() is not None:
-            log.warning("push_consumer.task_failed", task=task.get_name(),
+            log.warning("client.push_consumer.task_failed", task=task.get_name(),
                         error=repr(task.exception()))
 
     def _later(self, delay: float, fn: Callable[..., None], *args: Any) -> None:
@@ -607,7 +607,7 @@ class PushConsumer:
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
-                log.warning("push_consumer.pull_failed", group=self.group,
+                log.warning("client.push_consumer.pull_failed", group=self.group,
                             mq=str(req.message_queue), error=repr(exc))
                 self._pull_later(req, self.config.pull_time_delay_ms_when_exception / 1000)
 
@@ -678,7 +678,7 @@ class PushConsumer:
                 try:
                     self._on_pull_success(req, sd, result)
                 except Exception as err:
-                    log.exception("push_consumer.pull_result_failed", mq=str(mq))
+                    log.exception("client.push_consumer.pull_result_failed", mq=str(mq))
                     self._on_pull_exception(req, err)
             else:
                 assert exc is not None
@@ -689,7 +689,7 @@ class PushConsumer:
 
     def _on_pull_exception(self, req: PullRequest, exc: BaseException) -> None:
         if not req.message_queue.topic.startswith(MixAll.RETRY_GROUP_TOPIC_PREFIX):
-            log.warning("push_consumer.pull_exception", group=self.group,
+            log.warning("client.push_consumer.pull_exception", group=self.group,
                         mq=str(req.message_queue), error=repr(exc))
         if isinstance(exc, MQBrokerError) and exc.code == ResponseCode.FLOW_CONTROL:
             self._pull_later(req, PULL_DELAY_BROKER_FLOW_CONTROL)
@@ -716,7 +716,7 @@ class PushConsumer:
             else:
                 self.dispatch_pull_request(req)
             if result.next_begin_offset < prev or msgs[0].queue_offset < prev:
-                log.warning("push_consumer.pull_offset_went_back", mq=str(mq), prev=prev,
+                log.warning("client.push_consumer.pull_offset_went_back", mq=str(mq), prev=prev,
                             next=result.next_begin_offset, first=msgs[0].queue_offset)
         elif status in (PullStatus.NO_NEW_MSG, PullStatus.NO_MATCHED_MSG):
             req.next_offset = result.next_begin_offset
@@ -724,7 +724,7 @@ class PushConsumer:
                 self.offset_store.update_offset(mq, req.next_offset, True)
             self.dispatch_pull_request(req)
         else:  # OFFSET_ILLEGAL
-            log.warning("push_consumer.offset_illegal", group=self.group, mq=str(mq),
+            log.warning("client.push_consumer.offset_illegal", group=self.group, mq=str(mq),
                         offset=req.next_offset, next=result.next_begin_offset)
             req.next_offset = result.next_begin_offset
             pq.dropped = True
@@ -737,7 +737,7 @@ class PushConsumer:
         await self.offset_store.persist(mq)
         if self.rebalance is not None:
             self.rebalance.remove_process_queue(mq)
-        log.warning("push_consumer.offset_illegal_fixed", group=self.group, mq=str(mq),
+        log.warning("client.push_consumer.offset_illegal_fixed", group=self.group, mq=str(mq),
                     offset=req.next_offset)
 
     # -- consume services -------------------------------------------------------------------
@@ -774,7 +774,7 @@ class PushConsumer:
             except asyncio.CancelledError:
                 raise
             except Exception:
-                log.exception("push_consumer.consume_request_failed", group=self.group,
+                log.exception("client.push_consumer.consume_request_failed", group=self.group,
                               mq=str(request.mq))
             finally:
                 q.task_done()
@@ -812,15 +812,15 @@ class PushConsumer:
         except asyncio.CancelledError:
             raise
         except Exception:
-            log.exception("push_consumer.listener_failed", group=self.group, mq=str(mq),
+            log.exception("client.push_consumer.listener_failed", group=self.group, mq=str(mq),
                           msg_ids=[m.msg_id for m in msgs])
             status = None
         if not isinstance(status, ConsumeConcurrentlyStatus):
             if status is not None:
-                log.warning("push_consumer.listener_bad_status", status=repr(status))
+                log.warning("client.push_consumer.listener_bad_status", status=repr(status))
             status = ConsumeConcurrentlyStatus.RECONSUME_LATER
         if pq.dropped:
-            log.warning("push_consumer.dropped_after_consume", group=self.group, mq=str(mq))
+            log.warning("client.push_consumer.dropped_after_consume", group=self.group, mq=str(mq))
             return
         await self._process_concurrent_result(status, ctx, request)
 
@@ -842,7 +842,7 @@ class PushConsumer:
         failed: list[MessageExt] = []
         if self.message_model is MessageModel.BROADCASTING:
             for m in msgs[ack + 1:]:
-                log.warning("push_consumer.broadcast_consume_failed_dropped", msg_id=m.msg_id)
+                log.warning("client.push_consumer.broadcast_consume_failed_dropped", msg_id=m.msg_id)
         else:
             for m in msgs[ack + 1:]:
                 if not await self.send_message_back(m, ctx.delay_level_when_next_consume,
@@ -879,7 +879,7 @@ class PushConsumer:
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            log.warning("push_consumer.send_back_failed", group=self.group, msg_id=msg.msg_id,
+            log.warning("client.push_consumer.send_back_failed", group=self.group, msg_id=msg.msg_id,
                         error=repr(exc))
         try:
             await self._resend_to_retry_topic(msg, 3 + msg.reconsume_times,
@@ -888,7 +888,7 @@ class PushConsumer:
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            log.warning("push_consumer.retry_send_failed", group=self.group, msg_id=msg.msg_id,
+            log.warning("client.push_consumer.retry_send_failed", group=self.group, msg_id=msg.msg_id,
                         error=repr(exc))
             return False
         finally:
@@ -950,7 +950,7 @@ class PushConsumer:
                 except asyncio.CancelledError:
                     raise
                 except Exception:
-                    log.exception("push_consumer.listener_failed", group=self.group, mq=str(mq))
+                    log.exception("client.push_consumer.listener_failed", group=self.group, mq=str(mq))
                     status = None
             if not isinstance(status, ConsumeOrderlyStatus):
                 status = ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT
@@ -1011,7 +1011,7 @@ class PushConsumer:
                 except asyncio.CancelledError:
                     raise
                 except Exception as exc:
-                    log.warning("push_consumer.orderly_send_back_failed", msg_id=m.msg_id,
+                    log.warning("client.push_consumer.orderly_send_back_failed", msg_id=m.msg_id,
                                 error=repr(exc))
                     suspend = True
                     m.reconsume_times += 1
@@ -1038,7 +1038,7 @@ class PushConsumer:
                 except asyncio.CancelledError:
                     raise
                 except Exception as exc:
-                    log.warning("push_consumer.lock_all_failed", group=self.group, error=repr(exc))
+                    log.warning("client.push_consumer.lock_all_failed", group=self.group, error=repr(exc))
             await asyncio.sleep(REBALANCE_LOCK_INTERVAL_MS / 1000)
 
 

@@ -161,7 +161,7 @@ class RebalanceImpl:
                 raise
             except Exception as exc:
                 if not topic.startswith(MixAll.RETRY_GROUP_TOPIC_PREFIX):
-                    log.warning("rebalance.topic_failed", group=self.group, topic=topic,
+                    log.warning("client.rebalance.topic_failed", group=self.group, topic=topic,
                                 error=repr(exc))
         self._truncate_message_queue_not_my_topic()
 
@@ -175,7 +175,7 @@ class RebalanceImpl:
             mq_set = self.topic_subscribe_info_table.get(topic)
         if self.message_model is MessageModel.BROADCASTING:
             if mq_set is None:
-                log.warning("rebalance.no_route", group=self.group, topic=topic)
+                log.warning("client.rebalance.no_route", group=self.group, topic=topic)
                 return
             if await self.update_process_queue_table(topic, set(mq_set), is_order):
                 await self.message_queue_changed(topic, mq_set, mq_set)
@@ -183,22 +183,22 @@ class RebalanceImpl:
         cid_all = await self.instance.find_consumer_id_list(topic, self.group)
         if mq_set is None:
             if not topic.startswith(MixAll.RETRY_GROUP_TOPIC_PREFIX):
-                log.warning("rebalance.no_route", group=self.group, topic=topic)
+                log.warning("client.rebalance.no_route", group=self.group, topic=topic)
             return
         if cid_all is None:
-            log.warning("rebalance.no_consumer_ids", group=self.group, topic=topic)
+            log.warning("client.rebalance.no_consumer_ids", group=self.group, topic=topic)
             return
         mq_all = sort_queues(mq_set)
         cids = sort_cids(cid_all)
         try:
             allocated = self.strategy.allocate(self.group, self.instance.client_id, mq_all, cids)
         except Exception as exc:
-            log.error("rebalance.allocate_failed", group=self.group, topic=topic,
+            log.error("client.rebalance.allocate_failed", group=self.group, topic=topic,
                       strategy=getattr(self.strategy, "name", "?"), error=repr(exc))
             return
         result = set(allocated)
         if await self.update_process_queue_table(topic, result, is_order):
-            log.info("rebalance.changed", group=self.group, topic=topic,
+            log.info("client.rebalance.changed", group=self.group, topic=topic,
                      client_id=self.instance.client_id, mq_all=len(mq_all), cid_all=len(cids),
                      result=sorted(str(q.queue_id) + "@" + q.broker_name for q in result))
             await self.message_queue_changed(topic, mq_set, result)
@@ -208,7 +208,7 @@ class RebalanceImpl:
             if mq.topic not in self.subscription_inner:
                 pq = self.process_queue_table.pop(mq)
                 pq.dropped = True
-                log.info("rebalance.truncate_not_my_topic", group=self.group, mq=str(mq))
+                log.info("client.rebalance.truncate_not_my_topic", group=self.group, mq=str(mq))
 
     async def update_process_queue_table(self, topic: str, mq_set: set[MessageQueue],
                                          is_order: bool) -> bool:
@@ -221,13 +221,13 @@ class RebalanceImpl:
                 if await self.remove_unnecessary_message_queue(mq, pq):
                     self.process_queue_table.pop(mq, None)
                     changed = True
-                    log.info("rebalance.queue_removed", group=self.group, mq=str(mq))
+                    log.info("client.rebalance.queue_removed", group=self.group, mq=str(mq))
             elif pq.is_pull_expired() and self.consume_type is ConsumeType.CONSUME_PASSIVELY:
                 pq.dropped = True
                 if await self.remove_unnecessary_message_queue(mq, pq):
                     self.process_queue_table.pop(mq, None)
                     changed = True
-                    log.warning("rebalance.pull_expired_queue_removed", group=self.group,
+                    log.warning("client.rebalance.pull_expired_queue_removed", group=self.group,
                                 mq=str(mq))
         requests: list[PullRequest] = []
         all_locked = True
@@ -235,7 +235,7 @@ class RebalanceImpl:
             if mq in self.process_queue_table:
                 continue
             if is_order and not await self.lock(mq):
-                log.warning("rebalance.lock_failed_skip", group=self.group, mq=str(mq))
+                log.warning("client.rebalance.lock_failed_skip", group=self.group, mq=str(mq))
                 all_locked = False
                 continue
             self.remove_dirty_offset(mq)
@@ -246,18 +246,18 @@ class RebalanceImpl:
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
-                log.warning("rebalance.compute_offset_failed", group=self.group, mq=str(mq),
+                log.warning("client.rebalance.compute_offset_failed", group=self.group, mq=str(mq),
                             error=repr(exc))
                 continue
             if next_offset < 0:
-                log.warning("rebalance.no_start_offset", group=self.group, mq=str(mq))
+                log.warning("client.rebalance.no_start_offset", group=self.group, mq=str(mq))
                 continue
             if mq in self.process_queue_table:
                 continue
             self.process_queue_table[mq] = pq
             requests.append(PullRequest(self.group, mq, pq, next_offset))
             changed = True
-            log.info("rebalance.queue_added", group=self.group, mq=str(mq), offset=next_offset)
+            log.info("client.rebalance.queue_added", group=self.group, mq=str(mq), offset=next_offset)
         if not all_locked:
             # Not in 4.9.7 (RocketMQ 5.x RebalanceImpl does it): the previous owner of a
             # queue releases its broker lock only after its own rebalance (or 20 s later when
@@ -293,7 +293,7 @@ class RebalanceImpl:
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            log.warning("rebalance.lock_error", group=self.group, mq=str(mq), error=repr(exc))
+            log.warning("client.rebalance.lock_error", group=self.group, mq=str(mq), error=repr(exc))
             return False
         for locked_mq in locked:
             pq = self.process_queue_table.get(locked_mq)
@@ -316,7 +316,7 @@ class RebalanceImpl:
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
-                log.warning("rebalance.lock_all_error", group=self.group, broker=broker_name,
+                log.warning("client.rebalance.lock_all_error", group=self.group, broker=broker_name,
                             error=repr(exc))
                 continue
             for mq in mqs:
@@ -342,7 +342,7 @@ class RebalanceImpl:
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            log.warning("rebalance.unlock_error", group=self.group, mq=str(mq), error=repr(exc))
+            log.warning("client.rebalance.unlock_error", group=self.group, mq=str(mq), error=repr(exc))
 
     async def unlock_all(self, oneway: bool) -> None:
         for broker_name, mqs in self._by_broker(self.process_queue_table).items():
@@ -358,7 +358,7 @@ class RebalanceImpl:
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
-                log.warning("rebalance.unlock_all_error", group=self.group, broker=broker_name,
+                log.warning("client.rebalance.unlock_all_error", group=self.group, broker=broker_name,
                             error=repr(exc))
                 continue
             for mq in mqs:
@@ -376,7 +376,7 @@ class RebalanceImpl:
     def _task_done(self, task: asyncio.Task[Any]) -> None:
         self._tasks.discard(task)
         if not task.cancelled() and task.exception() is not None:
-            log.warning("rebalance.task_failed", task=task.get_name(),
+            log.warning("client.rebalance.task_failed", task=task.get_name(),
                         error=repr(task.exception()))
 
     async def destroy(self) -> None:
@@ -438,7 +438,7 @@ class RebalancePushImpl(RebalanceImpl):
                 async with asyncio.timeout(1.0):
                     await pq.consume_lock.acquire()
             except TimeoutError:
-                log.warning("rebalance.consume_lock_busy", group=self.group, mq=str(mq),
+                log.warning("client.rebalance.consume_lock_busy", group=self.group, mq=str(mq),
                             try_unlock_times=pq.try_unlock_times)
                 pq.try_unlock_times += 1
                 return False

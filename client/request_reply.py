@@ -106,7 +106,7 @@ def reply_message_from_push(request: RemotingCommand, now_ms: int) -> MessageExt
         try:
             body = decompress_body(body, h.sys_flag)
         except RocketMQError as exc:
-            log.warning("request_reply.reply_inflate_failed", error=str(exc))
+            log.warning("client.request_reply.reply_inflate_failed", error=str(exc))
     props = decode_properties(h.properties or "")
     props[MessageConst.PROPERTY_REPLY_MESSAGE_ARRIVE_TIME] = str(now_ms)
     return MessageExt(h.topic, body, h.flag, props, queue_id=h.queue_id,
@@ -144,7 +144,7 @@ class RequestFutureTable:
         """The PUSH_REPLY_MESSAGE_TO_CLIENT handler."""
         msg = reply_message_from_push(request, time.time_ns() // 1_000_000)
         if not self.complete(msg):
-            log.warning("request_reply.reply_unmatched", broker=channel.remote_addr,
+            log.warning("client.request_reply.reply_unmatched", broker=channel.remote_addr,
                         correlation_id=msg.properties.get(_CORRELATION_ID))
         return request.create_response(ResponseCode.SUCCESS)
 

@@ -106,7 +106,7 @@ async def _call_listener(fn: Callable[..., Any], *args: Any) -> tuple[LocalTrans
     except asyncio.CancelledError:
         raise
     except Exception as exc:
-        log.warning("transaction.listener_failed", error=repr(exc))
+        log.warning("client.transaction.listener_failed", error=repr(exc))
         return LocalTransactionState.UNKNOW, f"{type(exc).__name__}: {exc}"
     if state is None:
         return LocalTransactionState.UNKNOW, None
@@ -193,7 +193,7 @@ class TransactionProducer(Producer):
                 msg.transaction_id = uniq
             state, remark = await _call_listener(self.execute_local_transaction, msg, arg)
             if state is not LocalTransactionState.COMMIT_MESSAGE:
-                log.info("transaction.local_state", group=self.group, msg_id=result.msg_id,
+                log.info("client.transaction.local_state", group=self.group, msg_id=result.msg_id,
                          state=state.value)
         else:
             state = LocalTransactionState.ROLLBACK_MESSAGE
@@ -201,7 +201,7 @@ class TransactionProducer(Producer):
             await self.end_transaction(result, state, remark)
         except RocketMQError as exc:
             # As upstream: the broker's check-back settles a transaction whose end was lost.
-            log.warning("transaction.end_failed", group=self.group, msg_id=result.msg_id,
+            log.warning("client.transaction.end_failed", group=self.group, msg_id=result.msg_id,
                         state=state.value, error=str(exc))
         return TransactionSendResult(result, state)
 
@@ -234,7 +234,7 @@ class TransactionProducer(Producer):
         try:
             self._checks.put_nowait((addr, msg, header))
         except asyncio.QueueFull:
-            log.warning("transaction.check_dropped", group=self.group, broker=addr,
+            log.warning("client.transaction.check_dropped", group=self.group, broker=addr,
                         msg_id=header.msg_id, reason="check queue full")
 
     async def _check_routine(self) -> None:
@@ -245,7 +245,7 @@ class TransactionProducer(Producer):
             except asyncio.CancelledError:
                 raise
             except RocketMQError as exc:
-                log.warning("transaction.check_answer_failed", group=self.group, broker=addr,
+                log.warning("client.transaction.check_answer_failed", group=self.group, broker=addr,
                             msg_id=header.msg_id, error=str(exc))
 
     async def _answer_check(self, addr: str, msg: MessageExt,
@@ -259,5 +259,5 @@ class TransactionProducer(Producer):
             from_transaction_check=True, msg_id=uniq, transaction_id=header.transaction_id)
         inst = self._check_running()
         await inst.api.end_transaction_oneway(addr, answer, remark, END_TRANSACTION_TIMEOUT)
-        log.info("transaction.check_answered", group=self.group, broker=addr, msg_id=uniq,
+        log.info("client.transaction.check_answered", group=self.group, broker=addr, msg_id=uniq,
                  state=state.value)

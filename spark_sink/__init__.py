@@ -21,7 +21,7 @@ Source options (Spark Kafka source names where the concept is the same):
 ``minOffsetsPerTrigger``    wait for this many messages, at most ``maxTriggerDelay`` (15m)
 ``minPartitions``           split large queue ranges into more Spark partitions
 ``failOnDataLoss``          default true: offsets gone from the broker fail the query with
-                            the queue named; false: skip them and log ``rocketmq_data_loss``
+                            the queue named; false: skip them and log ``spark.data_loss``
 ``pullBatchSize``           messages per pull request (default 32)
 ``pullTimeoutMs``           budget of each RocketMQ call (default 10000)
 ``consumerGroup``           group name used in pulls; with ``assignment=group`` the driver

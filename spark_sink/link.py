@@ -17,7 +17,7 @@ Contract:
   broker), ``pipeline`` windows of ``batch`` offsets in flight at once, and hands back
   messages in queue-offset order. Data loss (the queue's min offset moved past what the
   range needs, or its max offset fell below it) raises ``DataLossError`` naming the queue
-  when ``fail_on_data_loss``, else skips what is gone and logs ``rocketmq_data_loss``.
+  when ``fail_on_data_loss``, else skips what is gone and logs ``spark.data_loss``.
 
 Upstream: ``DefaultMQPullConsumerImpl.pullSyncImpl`` (pull flags, REMOTING.md 4.2),
 ``RebalanceImpl`` + ``AllocateMessageQueueAveragely`` (6.10), ``MQClientInstance``
@@ -263,7 +263,7 @@ class RocketMQLink:
                 f"queue {key}: offsets [{cur}, {resume}) are {why} and can no longer be read "
                 f"(retention deleted them, or the broker lost them). Set failOnDataLoss=false "
                 f"to skip them, or restart the query from new offsets.")
-        log.warning("rocketmq_data_loss", queue=str(key), lost_from=cur, lost_to=resume,
+        log.warning("spark.data_loss", queue=str(key), lost_from=cur, lost_to=resume,
                     reason=why)
         return resume
 
@@ -432,7 +432,7 @@ class BlockingLink(LoopThread):
                 except asyncio.CancelledError:
                     raise
                 except Exception as exc:
-                    log.warning("rocketmq_heartbeat_failed", error=repr(exc))
+                    log.warning("spark.heartbeat_failed", error=repr(exc))
 
         async def start() -> asyncio.Task[None]:
             return asyncio.get_running_loop().create_task(routine())

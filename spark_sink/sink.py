@@ -164,7 +164,7 @@ class RocketMQBatchWriter(DataSourceWriter):
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         total = sum(m.messages for m in messages if isinstance(m, SinkCommitMessage))
-        log.info("rocketmq_sink_committed", messages=total)
+        log.info("spark.sink_committed", messages=total)
 
 
 class RocketMQStreamWriter(DataSourceStreamWriter):
@@ -179,9 +179,9 @@ class RocketMQStreamWriter(DataSourceStreamWriter):
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         total = sum(m.messages for m in messages if isinstance(m, SinkCommitMessage))
-        log.info("rocketmq_sink_committed", batch_id=batchId, messages=total)
+        log.info("spark.sink_committed", batch_id=batchId, messages=total)
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         # Messages already sent stay sent (at least once); the re-run carries the same
         # lineage properties, so consumers can drop the duplicates.
-        log.warning("rocketmq_sink_aborted", batch_id=batchId)
+        log.warning("spark.sink_aborted", batch_id=batchId)

@@ -167,7 +167,7 @@ class _Planner:
         view = self.blocking.call(lambda link: link.routes(topics)) if topics else RouteView(
             (), {}, ())
         if view.missing_brokers:
-            log.warning("rocketmq_broker_missing", brokers=list(view.missing_brokers),
+            log.warning("spark.broker_missing", brokers=list(view.missing_brokers),
                         topics=topics)
         self.view = view
         return view
@@ -215,7 +215,7 @@ def _report_missing_broker(key: QueueKey, start: int, end: int, fail: bool) -> N
            f"offsets [{start}, {end}) cannot be read")
     if fail:
         raise DataLossError(msg + " (set failOnDataLoss=false to skip them)")
-    log.warning("rocketmq_broker_gone", queue=str(key), start=start, end=end)
+    log.warning("spark.broker_gone", queue=str(key), start=start, end=end)
 
 
 class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -371,7 +371,7 @@ def _report_max_below(key: QueueKey, start: int, max_offset: int, fail: bool) ->
            f"has already read to (the broker lost messages or the queue was recreated)")
     if fail:
         raise DataLossError(msg + "; set failOnDataLoss=false to continue")
-    log.warning("rocketmq_queue_reset", queue=str(key), start=start, max_offset=max_offset)
+    log.warning("spark.queue_reset", queue=str(key), start=start, max_offset=max_offset)
 
 
 class RocketMQBatchReader(DataSourceReader):

@@ -232,7 +232,7 @@ class ScheduleMessageService(ConfigManager):
                 raise
             except Exception:
                 # A bug or a corrupt record must not end delivery for the level for good.
-                log.exception("schedule.deliver_failed", level=level,
+                log.exception("broker.schedule.deliver_failed", level=level,
                               offset=self.offset_table.get(level, 0))
                 wait = DELAY_FOR_A_PERIOD
             if wait is None:
@@ -267,27 +267,27 @@ class ScheduleMessageService(ConfigManager):
                 return (due - now) / 1000
             msg = store.look_message_by_offset(phy_offset)
             if msg is None:
-                log.warning("schedule.parked_message_missing", level=level, offset=offset,
+                log.warning("broker.schedule.parked_message_missing", level=level, offset=offset,
                             phy_offset=phy_offset)
                 offset = self._advance(level, offset + 1)
                 continue
             try:
                 inner = message_timeup(msg)
             except ValueError as exc:
-                log.error("schedule.parked_message_invalid", level=level, offset=offset, error=str(exc))
+                log.error("broker.schedule.parked_message_invalid", level=level, offset=offset, error=str(exc))
                 offset = self._advance(level, offset + 1)
                 continue
             if inner.topic == SystemTopic.TRANS_HALF_TOPIC:
-                log.error("schedule.half_message_discarded", level=level, offset=offset,
+                log.error("broker.schedule.half_message_discarded", level=level, offset=offset,
                           msg_id=msg.offset_msg_id)
                 offset = self._advance(level, offset + 1)
                 continue
             result = await store.put_message(inner)
             if result.status not in _DELIVERED:
-                log.warning("schedule.deliver_put_failed", level=level, offset=offset,
+                log.warning("broker.schedule.deliver_put_failed", level=level, offset=offset,
                             topic=inner.topic, status=result.status.name)
                 return DELAY_FOR_A_WHILE
-            log.debug("schedule.delivered", level=level, offset=offset, topic=inner.topic,
+            log.debug("broker.schedule.delivered", level=level, offset=offset, topic=inner.topic,
                       queue_id=inner.queue_id, msg_id=inner.msg_id)
             offset = self._advance(level, offset + 1)
         return None
@@ -301,7 +301,7 @@ class ScheduleMessageService(ConfigManager):
         offset = self.offset_table.get(level, 0)
         if offset < min_offset or offset > max_offset:
             fixed = min_offset if offset < min_offset else max_offset
-            log.error("schedule.offset_invalid", level=level, offset=offset, min_offset=min_offset,
+            log.error("broker.schedule.offset_invalid", level=level, offset=offset, min_offset=min_offset,
                       max_offset=max_offset, reset_to=fixed)
             offset = self._advance(level, fixed)
         return offset

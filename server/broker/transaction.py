@@ -205,7 +205,7 @@ def build_remove_map(ops: Iterable[tuple[int, str | None, bytes]], min_half_offs
     for op_offset, tags, body in ops:
         half_offset = _java_long(body.decode("utf-8", "replace"))
         if tags != REMOVE_TAG:
-            log.error("transaction.op_illegal_tag", op_offset=op_offset, tags=tags)
+            log.error("broker.transaction.op_illegal_tag", op_offset=op_offset, tags=tags)
             continue
         if half_offset < min_half_offset:
             done_op_offsets.append(op_offset)
@@ -310,7 +310,7 @@ class TransactionalMessageService:
         inner = make_op_message_inner(msg.queue_offset, msg.queue_id, self.store_host, _now_ms())
         result = await self._b.store.put_message(inner)
         if result.status is not PutMessageStatus.PUT_OK:
-            log.error("transaction.op_put_failed", half_offset=msg.queue_offset,
+            log.error("broker.transaction.op_put_failed", half_offset=msg.queue_offset,
                       status=result.status.name)
             return False
         return True
@@ -342,7 +342,7 @@ class TransactionalMessageService:
         half_offset = self.fetch_consume_offset(HALF_TOPIC, queue_id)
         op_offset = self.fetch_consume_offset(OP_TOPIC, queue_id)
         if half_offset < 0 or op_offset < 0:
-            log.error("transaction.check_illegal_offset", queue_id=queue_id, half=half_offset,
+            log.error("broker.transaction.check_illegal_offset", queue_id=queue_id, half=half_offset,
                       op=op_offset)
             return 0
         remove_map: dict[int, int] = {}
@@ -361,7 +361,7 @@ class TransactionalMessageService:
                 continue
             msg = self.get_message_in_queue(HALF_TOPIC, queue_id, i)
             if msg is None:
-                log.warning("transaction.half_message_missing", queue_id=queue_id, offset=i)
+                log.warning("broker.transaction.half_message_missing", queue_id=queue_id, offset=i)
                 i += 1
                 continue
             times = next_check_times(msg.properties, check_max)
@@ -429,7 +429,7 @@ class TransactionalMessageService:
         """Append the copy; on success ``msg`` takes the copy's offsets (``putBackHalfMsgQueue``)."""
         result = await self._b.store.put_message(renew_half_message_inner(msg))
         if result.status is not PutMessageStatus.PUT_OK or result.append_result is None:
-            log.error("transaction.put_back_failed", status=result.status.name,
+            log.error("broker.transaction.put_back_failed", status=result.status.name,
                       offset=msg.queue_offset)
             return None
         append = result.append_result
@@ -440,7 +440,7 @@ class TransactionalMessageService:
 
     async def _discard(self, msg: MessageExt) -> None:
         """``resolveDiscardMsg``: move a message checked too often to TRANS_CHECK_MAX_TIME_TOPIC."""
-        log.error("transaction.discard_checked_too_many", offset=msg.queue_offset,
+        log.error("broker.transaction.discard_checked_too_many", offset=msg.queue_offset,
                   real_topic=msg.properties.get(_REAL_TOPIC), uniq_key=msg.properties.get(_UNIQ))
         tc = self._b.topics.create_topic_in_send_message_back_method(
             SystemTopic.TRANS_CHECK_MAX_TIME_TOPIC, TCMT_QUEUE_NUMS, _RW, 0)
@@ -455,7 +455,7 @@ class TransactionalMessageService:
             store_host=socket_address_to_bytes(msg.store_host), reconsume_times=msg.reconsume_times)
         result = await self._b.store.put_message(inner)
         if result.status is not PutMessageStatus.PUT_OK:
-            log.error("transaction.discard_put_failed", status=result.status.name)
+            log.error("broker.transaction.discard_put_failed", status=result.status.name)
 
     def _available_channel(self, group: str) -> Channel | None:
         channels = [ch for ch in self._b.producers.groups.get(group, {}) if ch.is_active]
@@ -474,17 +474,17 @@ class TransactionalMessageService:
         group = msg.properties.get(MessageConst.PROPERTY_PRODUCER_GROUP, "")
         channel = self._available_channel(group)
         if channel is None:
-            log.warning("transaction.check_no_channel", group=group, uniq_key=uniq)
+            log.warning("broker.transaction.check_no_channel", group=group, uniq_key=uniq)
             return False
         request = RemotingCommand.create_request(RequestCode.CHECK_TRANSACTION_STATE,
                                                  header.to_ext_fields(), encode_message(msg))
         try:
             await channel.invoke_oneway(request, CHECK_PERMIT_TIMEOUT)
         except RemotingError as exc:
-            log.warning("transaction.check_send_failed", group=group, addr=channel.remote_addr,
+            log.warning("broker.transaction.check_send_failed", group=group, addr=channel.remote_addr,
                         error=str(exc))
             return False
-        log.info("transaction.check_sent", group=group, addr=channel.remote_addr, uniq_key=uniq,
+        log.info("broker.transaction.check_sent", group=group, addr=channel.remote_addr, uniq_key=uniq,
                  queue_offset=msg.queue_offset, commit_log_offset=msg.commit_log_offset)
         return True
 
@@ -512,7 +512,7 @@ class TransactionalMessageCheckService:
                 raise
             except Exception:
                 # As upstream's "Check error": one failed pass must not end checking for good.
-                log.exception("transaction.check_failed")
+                log.exception("broker.transaction.check_failed")
 
     async def stop(self) -> None:
         task, self._task = self._task, None
