@@ -418,7 +418,7 @@ async def broker_lock_holders(addr: str, group: str, mqs: list[MessageQueue]) ->
         body = LockBatchRequestBody(group, "stranger@probe", mqs).encode()
         r = await client.invoke(addr, RemotingCommand.create_request(
             RequestCode.LOCK_BATCH_MQ, None, body), TIMEOUT)
-        assert r.code == ResponseCode.SUCCESS
+        assert r.code == ResponseCode.SUCCESS and r.body is not None
         return LockBatchResponseBody.decode(r.body).lock_ok_mq_set
     finally:
         await client.close()
