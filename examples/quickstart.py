@@ -39,7 +39,7 @@ def say(text: str) -> None:
 
 
 async def run(data_dir: Path, keep_running: bool) -> int:
-    data_dir.mkdir(parents=True, exist_ok=True)
+    """The demo; ``data_dir`` exists already (``main`` makes it before the loop starts)."""
     namesrv = NamesrvController(NamesrvConfig.from_properties({
         "listenPort": "0",
         "kvConfigPath": str(data_dir / "namesrv" / "kvConfig.json"),
@@ -128,6 +128,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     configure_logging("console", args.log_level)
     install_uvloop()
+    args.data_dir.mkdir(parents=True, exist_ok=True)
     try:
         return asyncio.run(run(args.data_dir, args.keep_running))
     except KeyboardInterrupt:
