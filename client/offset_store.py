@@ -36,6 +36,8 @@ from protocol import fastjson
 from protocol.bodies import MessageQueue
 from protocol.errors import MQBrokerError, MQClientError, ProtocolError
 
+from .atomic_file import write_file_atomic
+
 __all__ = [
     "ReadOffsetType",
     "OffsetBackend",
@@ -176,19 +178,6 @@ def default_local_offset_dir() -> Path:
     return Path(env) if env else Path.home() / ".rocketmq_offsets"
 
 
-def _write_atomically(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
-    if path.exists():
-        bak = path.with_name(path.name + ".bak")
-        bak.write_bytes(path.read_bytes())
-    os.replace(tmp, path)
-
-
 class LocalFileOffsetStore(OffsetStore):
     """Broadcasting consumers: offsets in a local JSON file (see module docstring).
 
@@ -264,7 +253,7 @@ class LocalFileOffsetStore(OffsetStore):
             return
         snapshot = {mq: off for mq, off in self._table.items() if mq in keep}
         data = self._encode(snapshot)
-        await asyncio.to_thread(_write_atomically, self.path, data)
+        await asyncio.to_thread(write_file_atomic, self.path, data, backup=True)
 
     async def persist(self, mq: MessageQueue) -> None:
         """Upstream persists only in ``persist_all`` for local stores."""

@@ -17,33 +17,15 @@ without a loop and for tests.
 from __future__ import annotations
 
 import asyncio
-import os
 from pathlib import Path
 
 import structlog
 
+from client.atomic_file import write_file_atomic
+
 __all__ = ["ConfigManager", "write_file_atomic"]
 
 log = structlog.get_logger("aiorocketmq.broker.config")
-
-
-def write_file_atomic(path: Path, data: bytes) -> None:
-    """Replace ``path`` by ``data`` so that a crash leaves the old or the new content."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
-    if path.exists():
-        # Upstream keeps the previous content as <file>.bak; load() falls back to it.
-        os.replace(path, path.with_name(path.name + ".bak"))
-    os.replace(tmp, path)
-    dir_fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
 
 
 class ConfigManager:
@@ -91,14 +73,14 @@ class ConfigManager:
         self._dirty.set()
 
     def persist_sync(self) -> None:
-        write_file_atomic(self.path, self.encode())
+        write_file_atomic(self.path, self.encode(), backup=True)
 
     async def persist(self) -> None:
         """Encode now, write in a worker thread; writes never interleave."""
         self._dirty.clear()
         data = self.encode()
         async with self._write_lock:
-            await asyncio.to_thread(write_file_atomic, self.path, data)
+            await asyncio.to_thread(write_file_atomic, self.path, data, backup=True)
 
     def start(self) -> None:
         if self._task is None:

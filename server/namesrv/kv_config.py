@@ -26,7 +26,9 @@ from pathlib import Path
 
 import structlog
 
-__all__ = ["KVConfigManager", "KVConfigLoadError", "atomic_write_text"]
+from client.atomic_file import write_file_atomic
+
+__all__ = ["KVConfigManager", "KVConfigLoadError"]
 
 log = structlog.get_logger("aiorocketmq.namesrv.kv")
 
@@ -133,7 +135,7 @@ class KVConfigManager:
                 return  # a write that started after our change already covered it
             generation = self._generation
             text = self.encode()
-            await asyncio.to_thread(atomic_write_text, self.path, text)
+            await asyncio.to_thread(write_file_atomic, self.path, text.encode("utf-8"))
             self._persisted = max(self._persisted, generation)
 
     def encode(self) -> str:
@@ -142,23 +144,3 @@ class KVConfigManager:
                           separators=(",", ":"))
 
 
-def atomic_write_text(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` so a crash leaves either the old or the new file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    data = text.encode("utf-8")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    try:
-        view = memoryview(data)
-        while view:
-            written = os.write(fd, view)
-            view = view[written:]
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
-    dir_fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)

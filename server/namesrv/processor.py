@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, TypeAlias
 
 import structlog
 
+from client.atomic_file import write_file_atomic
 from protocol.bodies import (
     DataVersion,
     KVTable,
@@ -72,7 +73,7 @@ from protocol.headers import (
 )
 
 from .config import PATH_KEYS, ConfigError, NamesrvConfig
-from .kv_config import KVConfigManager, atomic_write_text
+from .kv_config import KVConfigManager
 from .route_info import RouteInfoManager
 
 if TYPE_CHECKING:
@@ -348,7 +349,7 @@ class NamesrvProcessor:
             return
         text = properties_to_string(self.config.to_properties())
         try:
-            await asyncio.to_thread(atomic_write_text, Path(path), text)
+            await asyncio.to_thread(write_file_atomic, Path(path), text.encode("utf-8"))
         except OSError as exc:
             # As upstream: the update stands in memory; the file is stale until next time.
             log.error("namesrv.config_persist_failed", path=path, error=str(exc))
