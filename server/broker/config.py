@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from protocol.codes import Perm, SystemTopic
-from server.store.config import MessageStoreConfig
+from server.store.config import MessageStoreConfig, parse_property_value
 
 __all__ = ["BrokerConfig", "STORE_KEYS", "load_broker_configs", "snake_to_camel",
            "store_config_to_properties"]
@@ -141,7 +141,7 @@ class BrokerConfig:
             if key in props:
                 if f.type == "float" and not str(props[key]).strip():
                     continue  # a blank float key keeps its default (as metricsPort= means off)
-                kwargs[f.name] = _convert(f.type, props[key], key)
+                kwargs[f.name] = parse_property_value(f.type, props[key], key, "broker")
         return cls(**kwargs)
 
     def to_properties(self, store: MessageStoreConfig | None = None) -> str:
@@ -198,23 +198,3 @@ def _render(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     return "" if value is None else str(value)
-
-
-def _convert(type_name: Any, raw: Any, key: str) -> Any:
-    text = str(raw).strip()
-    try:
-        if type_name in ("int", int):
-            return int(text)
-        if type_name == "int | None":
-            return int(text) if text else None
-        if type_name in ("float", float):
-            return float(text)
-        if type_name in ("bool", bool):
-            if isinstance(raw, bool):
-                return raw
-            if text.lower() in ("true", "false"):
-                return text.lower() == "true"
-            raise ValueError(text)
-    except ValueError as exc:
-        raise ValueError(f"broker config {key}={raw!r} is not a valid {type_name}") from exc
-    return text

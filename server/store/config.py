@@ -20,7 +20,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["MessageStoreConfig", "ASYNC_FLUSH", "SYNC_FLUSH", "CQ_STORE_UNIT_SIZE"]
+__all__ = ["MessageStoreConfig", "ASYNC_FLUSH", "SYNC_FLUSH", "CQ_STORE_UNIT_SIZE",
+           "parse_property_value"]
 
 ASYNC_FLUSH = "ASYNC_FLUSH"
 SYNC_FLUSH = "SYNC_FLUSH"
@@ -130,7 +131,7 @@ class MessageStoreConfig:
                     name += "_ms"
                 else:
                     continue
-            kwargs[name] = _convert(types[name], raw, key)
+            kwargs[name] = parse_property_value(types[name], raw, key)
         return cls(**kwargs)
 
 
@@ -154,11 +155,20 @@ def _camel_to_snake(key: str) -> str:
     return _CAMEL.sub(r"_\1", key).lower()
 
 
-def _convert(type_name: Any, raw: Any, key: str) -> Any:
+def parse_property_value(type_name: Any, raw: Any, key: str, component: str = "store") -> Any:
+    """One ``broker.conf`` value as the dataclass field of type ``type_name`` wants it
+    (``int``, ``int | None`` where blank is None, ``float``, ``bool``, else the text);
+    shared by this record and ``BrokerConfig``.
+
+    Raises:
+        ValueError: naming ``<component> config <key>=<raw>`` and the type.
+    """
     text = str(raw).strip()
     try:
         if type_name in ("int", int):
             return int(text)
+        if type_name == "int | None":
+            return int(text) if text else None
         if type_name in ("float", float):
             return float(text)
         if type_name in ("bool", bool):
@@ -168,5 +178,5 @@ def _convert(type_name: Any, raw: Any, key: str) -> Any:
                 return text.lower() == "true"
             raise ValueError(text)
     except ValueError as exc:
-        raise ValueError(f"store config {key}={raw!r} is not a valid {type_name}") from exc
+        raise ValueError(f"{component} config {key}={raw!r} is not a valid {type_name}") from exc
     return text
