@@ -190,6 +190,13 @@ class ClientConfig:
         """A copy with ``changes`` applied (validated again)."""
         return dataclasses.replace(self, **changes)  # type: ignore[arg-type]
 
+    def with_options(self, **options: object) -> ClientConfig:
+        """This config with the ``options`` that are not None applied: how a producer's or
+        consumer's own keyword arguments (``namesrv_addr``, ``namespace``, ...) win over the
+        ``config`` it was given. Returns ``self`` when every option is None."""
+        changes = {k: v for k, v in options.items() if v is not None}
+        return self.replace(**changes) if changes else self
+
     def build_client_id(self) -> str:
         """``buildMQClientId``: ``clientIP@instanceName[@unitName]``."""
         cid = f"{self.client_ip}@{self.instance_name}"

@@ -395,15 +395,8 @@ class Producer:
         default_topic_queue_nums: int = 4,
         _instance: MQClientInstance | None = None,
     ) -> None:
-        cfg = config or ClientConfig()
-        changes: dict[str, Any] = {}
-        if namesrv_addr is not None:
-            changes["namesrv_addr"] = namesrv_addr
-        if namespace is not None:
-            changes["namespace"] = namespace
-        if instance_name is not None:
-            changes["instance_name"] = instance_name
-        self.config = cfg.replace(**changes) if changes else cfg
+        self.config = (config or ClientConfig()).with_options(
+            namesrv_addr=namesrv_addr, namespace=namespace, instance_name=instance_name)
         self.group = group
         if send_msg_timeout_ms <= 0 or retry_times_when_send_failed < 0 \
                 or retry_times_when_send_async_failed < 0 or max_message_size <= 0:

@@ -26,7 +26,6 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Iterable
-from typing import Any
 
 import structlog
 
@@ -80,15 +79,8 @@ class _ConsumerBase:
     def __init__(self, group: str, namesrv_addr: str | None, config: ClientConfig | None,
                  namespace: str | None, instance_name: str | None,
                  message_model: MessageModel, local_offset_dir: str | None) -> None:
-        cfg = config or ClientConfig()
-        changes: dict[str, Any] = {}
-        if namesrv_addr is not None:
-            changes["namesrv_addr"] = namesrv_addr
-        if namespace is not None:
-            changes["namespace"] = namespace
-        if instance_name is not None:
-            changes["instance_name"] = instance_name
-        self.config = cfg.replace(**changes) if changes else cfg
+        self.config = (config or ClientConfig()).with_options(
+            namesrv_addr=namesrv_addr, namespace=namespace, instance_name=instance_name)
         self.group = self.config.with_namespace(group)
         self.message_model = message_model
         self.local_offset_dir = local_offset_dir

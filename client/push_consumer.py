@@ -198,15 +198,8 @@ class PushConsumer:
         await_termination: float = 10.0,
         local_offset_dir: str | None = None,
     ) -> None:
-        cfg = config or ClientConfig()
-        changes: dict[str, Any] = {}
-        if namesrv_addr is not None:
-            changes["namesrv_addr"] = namesrv_addr
-        if namespace is not None:
-            changes["namespace"] = namespace
-        if instance_name is not None:
-            changes["instance_name"] = instance_name
-        self.config = cfg.replace(**changes) if changes else cfg
+        self.config = (config or ClientConfig()).with_options(
+            namesrv_addr=namesrv_addr, namespace=namespace, instance_name=instance_name)
         self.group = self.config.with_namespace(group)
         self.message_model = message_model
         self.consume_from_where = consume_from_where

@@ -26,3 +26,14 @@ def test_serialize_type_environment_default(monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.setenv("ROCKETMQ_SERIALIZE_TYPE", "ROCKETMQ")
     assert ClientConfig().serialize_type is SerializeType.ROCKETMQ
     assert ClientConfig(serialize_type="JSON").serialize_type is SerializeType.JSON  # type: ignore[arg-type]
+
+
+def test_with_options_applies_only_the_given_ones() -> None:
+    base = ClientConfig(namesrv_addr="127.0.0.1:9876", namespace="ns")
+    assert base.with_options(namesrv_addr=None, namespace=None) is base
+    changed = base.with_options(namesrv_addr="127.0.0.1:9877", namespace=None,
+                                instance_name="i1")
+    assert (changed.namesrv_addr, changed.namespace, changed.instance_name) == (
+        "127.0.0.1:9877", "ns", "i1")
+    with pytest.raises(MQClientError, match="namesrv_addr"):
+        base.with_options(namesrv_addr="no-port")
