@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
 import pytest
 
+from client.remoting import RemotingClient
 from tests.procs import ServerProcess, broker_process, namesrv_process
 
 
@@ -34,3 +35,13 @@ def namesrv(tmp_path: Path, server_factory: Callable[[ServerProcess], ServerProc
 def broker(tmp_path: Path, namesrv: ServerProcess,
            server_factory: Callable[[ServerProcess], ServerProcess]) -> ServerProcess:
     return server_factory(broker_process(tmp_path, namesrv.address))
+
+
+@pytest.fixture
+async def client() -> AsyncIterator[RemotingClient]:
+    """A bare RemotingClient for raw requests, closed at teardown."""
+    c = RemotingClient()
+    try:
+        yield c
+    finally:
+        await c.close()

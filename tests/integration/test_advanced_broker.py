@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -58,15 +58,6 @@ DELAY_LEVELS = "1s 2s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s"
 CONF = {"messageDelayLevel": DELAY_LEVELS, "transactionCheckInterval": "300",
         "transactionTimeOut": "1000"}
 LONG_POLL = PullSysFlag.SUBSCRIPTION | PullSysFlag.SUSPEND
-
-
-@pytest.fixture
-async def client() -> AsyncIterator[RemotingClient]:
-    c = RemotingClient()
-    try:
-        yield c
-    finally:
-        await c.close()
 
 
 def start_broker(tmp_path: Path, namesrv: ServerProcess, factory: Factory,

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
 
 import pytest
 
@@ -90,15 +89,6 @@ async def consumer_list(client: RemotingClient, addr: str, group: str) -> Remoti
         RequestCode.GET_CONSUMER_LIST_BY_GROUP,
         GetConsumerListByGroupRequestHeader(consumer_group=group).to_ext_fields())
     return await client.invoke(addr, request, TIMEOUT)
-
-
-@pytest.fixture
-async def client() -> AsyncIterator[RemotingClient]:
-    c = RemotingClient()
-    try:
-        yield c
-    finally:
-        await c.close()
 
 
 async def test_heartbeat_consumer_list_and_notifications(broker: ServerProcess,

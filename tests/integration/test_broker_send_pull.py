@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -103,15 +102,6 @@ async def wait_for_route(client: RemotingClient, namesrv_addr: str, topic: str) 
             return TopicRouteData.decode(response.body or b"")
         assert time.monotonic() < deadline, f"no route for {topic}: {response.remark}"
         await asyncio.sleep(0.05)
-
-
-@pytest.fixture
-async def client() -> AsyncIterator[RemotingClient]:
-    c = RemotingClient()
-    try:
-        yield c
-    finally:
-        await c.close()
 
 
 # -- send and read back ------------------------------------------------------------------
