@@ -56,7 +56,6 @@ from protocol.bodies import (
     string_to_properties,
 )
 from protocol.codes import (
-    MessageConst,
     MixAll,
     PullSysFlag,
     RequestCode,
@@ -88,15 +87,12 @@ from protocol.headers import (
     PutKVConfigRequestHeader,
     QueryTopicConsumeByWhoRequestHeader,
     ResetOffsetRequestHeader,
-    SendMessageRequestHeaderV2,
 )
 from protocol.message import (
     Message,
     MessageDecodeError,
     MessageExt,
-    create_uniq_id,
     decode_offset_msg_id,
-    encode_properties,
 )
 
 __all__ = ["MQAdmin", "BrokerInfo", "DEFAULT_TIMEOUT", "LONG_MAX"]
@@ -532,31 +528,30 @@ class MQAdmin:
     async def send_message(self, topic: str, body: bytes, *, tags: str | None = None,
                            keys: str | None = None, broker_name: str | None = None,
                            queue_id: int | None = None,
-                           producer_group: str = MixAll.CLIENT_INNER_PRODUCER_GROUP
-                           ) -> SendResult:
-        """One SEND_MESSAGE_V2 (310) to a writable queue of the route (or the one named)."""
-        route = await self.topic_route(topic)
-        masters = self._route_masters(route)
-        candidates = []
-        for qd in sorted(route.queue_datas, key=lambda q: q.broker_name):
-            if not qd.perm & 2 or qd.broker_name not in masters:
-                continue
-            if broker_name is not None and qd.broker_name != broker_name:
-                continue
-            for q in range(qd.write_queue_nums):
-                if queue_id is None or q == queue_id:
-                    candidates.append((qd.broker_name, q))
-        if not candidates:
-            raise MQClientError(f"no writable queue of topic '{topic}' matches")
-        name, qid = candidates[_now_ms() % len(candidates)] if queue_id is None else candidates[0]
-        msg = Message(topic, body, tags=tags, keys=keys)
-        msg.properties[MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX] = create_uniq_id()
-        header = SendMessageRequestHeaderV2(
-            producer_group=producer_group, topic=topic, default_topic=SystemTopic.AUTO_CREATE_TOPIC_KEY,
-            default_topic_queue_nums=4, queue_id=qid, sys_flag=0, born_timestamp=_now_ms(),
-            flag=0, properties=encode_properties(msg.properties), reconsume_times=0,
-            unit_mode=False, batch=False, broker_name=name)
-        return await self.api.send_message(masters[name], name, msg, body, header, self.timeout)
+                           producer_group: str | None = None) -> SendResult:
+        """Send one message as upstream ``SendMessageCommand`` does: through a producer whose
+        group is the current time in ms, so an unknown topic is auto-created through TBW102
+        when the broker allows it; ``broker_name`` + ``queue_id`` pick the queue."""
+        from client.producer import Producer  # the admin API needs a producer only here
+
+        producer = Producer(producer_group or str(_now_ms()), config=self.config,
+                            send_msg_timeout_ms=max(1, int(self.timeout * 1000)))
+        await producer.start()
+        try:
+            msg = Message(topic, body, tags=tags, keys=keys)
+            if broker_name is not None and queue_id is not None:
+                return await producer.send(msg, MessageQueue(topic, broker_name, queue_id))
+            if broker_name is not None:
+                def on_broker(mqs: list[MessageQueue], _msg: Message, _arg: Any) -> MessageQueue:
+                    mine = [mq for mq in mqs if mq.broker_name == broker_name]
+                    if not mine:
+                        raise MQClientError(
+                            f"no writable queue of topic '{topic}' on broker {broker_name}")
+                    return mine[_now_ms() % len(mine)]
+                return await producer.send(msg, selector=on_broker)
+            return await producer.send(msg)
+        finally:
+            await producer.shutdown()
 
     # -- nameserver KV and config ---------------------------------------------------------
 

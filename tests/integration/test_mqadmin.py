@@ -386,3 +386,29 @@ async def test_delete_topic(servers: tuple[str, str]) -> None:
     out = await ok("deleteTopic", "-n", ns, "-c", "DefaultCluster", "-t", "DoomedTopic")
     assert "delete topic [DoomedTopic] from NameServer success." in out
     assert "DoomedTopic" not in (await ok("topicList", "-n", ns)).split()
+
+
+async def test_send_message_topic_perm_and_namesrv_config(servers: tuple[str, str]) -> None:
+    ns, broker = servers
+    topic = "AdminSendTopic"
+    sent = json.loads(await ok("sendMessage", "-n", ns, "-t", topic, "-p", "hello admin",
+                               "-k", "k-admin", "-c", "TagZ", "--json"))
+    assert sent["sendStatus"] == "SEND_OK" and sent["brokerName"] == "broker-a"
+    table = await ok("sendMessage", "-n", ns, "-t", topic, "-p", "second")
+    assert "SEND_OK" in table.splitlines()[1]
+
+    got = await ok("queryMsgByUniqueKey", "-n", ns, "-t", topic, "-i", sent["msgId"], "--json")
+    assert "hello admin" in got and "TagZ" in got and "k-admin" in got
+
+    changed = json.loads(await ok("updateTopicPerm", "-n", ns, "-t", topic, "-c",
+                                  "DefaultCluster", "-p", "4", "--json"))
+    assert changed["brokers"] == [{"broker": broker, "oldPerm": 6, "newPerm": 4}]
+    route = await ok("topicRoute", "-n", ns, "-t", topic, "--json")
+    assert '"perm": 4' in route or '"perm":4' in route, route
+    rc, _, err = await mqadmin("updateTopicPerm", "-n", ns, "-t", topic, "-c",
+                               "DefaultCluster", "-p", "5")
+    assert rc == 2 and "perm must be" in err
+
+    await ok("updateNamesrvConfig", "-n", ns, "-k", "productEnvName", "-v", "admin-test")
+    config = await ok("getNamesrvConfig", "-n", ns)
+    assert "productEnvName" in config and "admin-test" in config
