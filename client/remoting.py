@@ -166,6 +166,9 @@ class RemotingClient:
                 idle_timeout=self._idle_timeout,
                 scan_interval=self._scan_interval,
                 max_frame_length=self._max_frame_length,
+                # The broker or nameserver is another process: let it start on each
+                # request while we prepare the next (protocol.channel, "Writing").
+                eager_requests=True,
             )
             if self._closed:  # close() ran while we were dialling
                 channel.close()

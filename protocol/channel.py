@@ -12,7 +12,12 @@ Contract (upstream ``NettyRemotingAbstract`` + ``ResponseFuture``; REMOTING.md 1
   ``NettyDecoder`` does.
 * Writing: frames are queued as ``encode_parts()`` pieces and flushed with one
   ``transport.writelines`` per loop iteration, so the responses to one read batch leave
-  together. The transport's write watermarks gate ``invoke*`` (and, on servers, reading).
+  together. With ``eager_requests`` (clients: the peer is another process), a request
+  that expects an answer (``invoke``, ``invoke_async``) is instead written at once when
+  the transport holds nothing unsent, so the peer starts on it while we still prepare the
+  next ones (the two processes pipeline instead of taking turns); oneway requests and
+  responses stay coalesced. The transport's write watermarks gate ``invoke*`` (and, on
+  servers, reading).
 * Timeouts: a sync ``invoke`` is expired by a timer shared with the other sync requests
   whose deadlines fall in the same 1/128 s slot (one timer per slot, not per request: the
   timeout fires once, at most one slot after the deadline, as ``RemotingTimeoutError``);
@@ -294,6 +299,11 @@ class Channel(asyncio.Protocol):
         scan_interval: how often timed-out async requests and idleness are checked.
         read_backpressure: stop reading while the peer does not drain our writes (servers:
             a client that pipelines requests without reading answers cannot grow our buffers).
+        eager_requests: write each answered request at once while the transport has
+            nothing unsent (module docstring, "Writing"). Pays when the peer runs in
+            another process: with 16 sync sends in flight to a broker it lifts throughput
+            from ~10k to ~18k msg/s on 2 cores. Costs a send syscall per request, so it is
+            off by default (client and server in one event loop gain nothing from it).
         observer: optional ``RequestObserver`` (metrics, slow-request log).
     """
 
@@ -307,6 +317,7 @@ class Channel(asyncio.Protocol):
         "idle_timeout",
         "_scan_interval",
         "_read_backpressure",
+        "_eager",
         "_write_limits",
         "_decoder",
         "_loop",
@@ -344,6 +355,7 @@ class Channel(asyncio.Protocol):
         scan_interval: float = SCAN_INTERVAL,
         max_frame_length: int = DEFAULT_MAX_FRAME_LENGTH,
         read_backpressure: bool = False,
+        eager_requests: bool = False,
         write_high_water: int = DEFAULT_WRITE_HIGH_WATER,
         write_low_water: int = DEFAULT_WRITE_LOW_WATER,
         observer: RequestObserver | None = None,
@@ -361,6 +373,7 @@ class Channel(asyncio.Protocol):
         self.idle_timeout = idle_timeout
         self._scan_interval = scan_interval
         self._read_backpressure = read_backpressure
+        self._eager = eager_requests
         self._write_limits = (write_high_water, write_low_water)
         self._decoder = FrameDecoder(max_frame_length)
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -640,6 +653,21 @@ class Channel(asyncio.Protocol):
             self._flush_scheduled = True
             self._loop.call_soon(self._flush)  # type: ignore[union-attr]
 
+    def _queue_eager(self, head: bytes, body: bytes | bytearray | memoryview | None) -> None:
+        transport = self._transport
+        if transport is None or transport.get_write_buffer_size():
+            # The kernel is not taking our bytes as fast as we make them: an immediate
+            # write would only append to the transport's buffer, so coalesce as usual.
+            self._queue(head, body)
+            return
+        wbuf = self._wbuf
+        wbuf.append(head)
+        if body is not None:
+            wbuf.append(body)
+        # Anything queued before this frame leaves with it, in order; a flush still
+        # scheduled for the iteration then finds an empty buffer.
+        self._flush_now()
+
     def _flush(self) -> None:
         self._flush_scheduled = False
         self._flush_now()
@@ -713,7 +741,10 @@ class Channel(asyncio.Protocol):
         slot[opaque] = entry
         entry._slot = slot
         self._register(entry)
-        self._queue(head, body)
+        if self._eager:
+            self._queue_eager(head, body)
+        else:
+            self._queue(head, body)
         try:
             return await fut
         finally:
@@ -798,7 +829,10 @@ class Channel(asyncio.Protocol):
         entry = ResponseFuture(cmd.opaque, cmd.code, timeout, deadline, fut, self._pending,
                                permits, callback)
         self._register(entry)
-        self._queue(head, body)
+        if self._eager:
+            self._queue_eager(head, body)
+        else:
+            self._queue(head, body)
         return fut
 
     async def invoke_oneway(self, cmd: RemotingCommand, timeout: float) -> None:
