@@ -1,0 +1,408 @@
+"""Our ``mqadmin`` against the captured stock Apache RocketMQ 4.9.7 ``mqadmin``.
+
+Part 1 runs each of our commands that has a captured stock counterpart (scenarios
+``mqadmin_*`` of ``../shared/vectors``, REMOTING.md 3.4, 4.3, 4.10, 4.11) as a subprocess
+(``python -m client.admin.cli``) against our real nameserver and broker, both behind
+recording taps (``tests/interop/wiretap.py``), with the same names the capture used, and
+holds what it sent to what the stock tool sent: the order of request codes to each
+server, every request's extFields key set, their values (the ones that name something
+of this run, such as a commit-log offset or a client id, are listed per command), the
+header serialize type, the body shapes.
+
+Requests of the stock tool we leave out on purpose, each one incidental to the command:
+
+* ``GET_ROUTEINFO_BY_TOPIC`` for ``TBW102``: the stock tool starts a whole
+  ``MQClientInstance``, whose inner producer looks up its default topic's route
+  (``MQClientInstance.updateTopicRouteInfoFromNameServer``); no command reads it.
+* the final ``UNREGISTER_CLIENT`` of ``CLIENT_INNER_PRODUCER``: that instance's shutdown.
+  Our admin never registers a producer (no HEART_BEAT), so it has nothing to unregister.
+* after ``queryMsgById`` and ``queryMsgByUniqueKey``, the message-track lookups
+  (``QUERY_TOPIC_CONSUME_BY_WHO``, then ``%RETRY%<group>`` routes and
+  ``GET_CONSUMER_CONNECTION_LIST`` per group): read-only diagnostics printed under the
+  message (``MessageTrack``); ours prints the message without them.
+* ``AccessKey`` / ``Signature`` ext fields: the stock tool signs every request with the
+  distribution's ``conf/tools.yml`` credentials (ACL RPC hook); a broker without ACL
+  ignores them and ours does not sign.
+
+Other differences kept: ``version`` (ours 409 = V4_9_8, stock 407; every version gate
+of the 4.9.7 servers is passed, see test_client_wire_conformance), and the broker
+address, which here is the tap's.
+
+Part 2 plays the captured stock servers' answers to our CLI through fake servers that
+replay the captured bytes (``tests/replay.py``): legacy fastjson ``ClusterInfo``
+(``{0:"..."}``), ``ConsumeStats`` / ``TopicStatsTable`` / ``ConsumerRunningInfo`` with
+MessageQueue objects as map keys, the runtime-info KVTable, properties-text configs and
+``CONSUMER_NOT_ONLINE``, and checks the printed values.
+"""
+
+# ASYNC109: ``timeout`` parameters are wait deadlines in seconds.
+# ruff: noqa: ASYNC109
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import os
+import sys
+from collections.abc import AsyncIterator, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from client import ConsumeConcurrentlyStatus, ConsumeFromWhere, Message, MessageExt, Producer, PushConsumer
+from client.admin.api import MQAdmin
+from protocol import fastjson
+from protocol.codes import CURRENT_VERSION, LanguageCode, MixAll, RequestCode, SerializeType
+from protocol.command import RemotingCommand
+from protocol.headers import UpdateConsumerOffsetRequestHeader
+from protocol.message import create_offset_msg_id, decode_offset_msg_id, socket_address_to_bytes
+from tests.interop.wiretap import TO_SERVER, WireTap
+from tests.procs import ServerProcess, broker_process, namesrv_process
+from tests.replay import ReplayServer
+from tests.vectors import body_bytes, frame, frames_where, load_frames
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
+
+REPO = str(Path(__file__).resolve().parents[2])
+ACL_KEYS = frozenset({"AccessKey", "Signature"})
+JAVA_BROKER = b"127.0.0.1:10911"
+TOPIC = "VecPropsTopic"
+PROPS_GROUP = "VecPropsConsumer"
+IDLE_GROUP = "VecIdleConsumer"
+
+
+# -- the stock tool's captured requests ----------------------------------------------------
+
+
+@dataclass(slots=True, frozen=True)
+class Sent:
+    """One request as the server saw it: which server, the code, extFields (ACL keys
+    removed), the body, serialize type, version, language."""
+
+    server: str
+    code: int
+    ext: dict[str, str]
+    body: bytes
+    serialize: str
+    version: int
+    language: str
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return self.server, self.code
+
+
+def _incidental(scenario: str, f: dict[str, Any], after_main: bool) -> bool:
+    """A stock request left out of the comparison (see module docstring)."""
+    ext = f["header"].get("extFields") or {}
+    if f["code"] == RequestCode.GET_ROUTEINFO_BY_TOPIC and ext.get("topic") == "TBW102":
+        return True
+    if (f["code"] == RequestCode.UNREGISTER_CLIENT
+            and ext.get("producerGroup") == MixAll.CLIENT_INNER_PRODUCER_GROUP):
+        return True
+    return after_main and scenario in ("mqadmin_queryMsgById", "mqadmin_queryMsgByUniqueKey")
+
+
+def stock_requests(scenario: str) -> list[Sent]:
+    """The captured stock mqadmin's requests of ``scenario`` that a command must make."""
+    out: list[Sent] = []
+    main_code = {"mqadmin_queryMsgById": RequestCode.VIEW_MESSAGE_BY_ID,
+                 "mqadmin_queryMsgByUniqueKey": RequestCode.QUERY_MESSAGE}.get(scenario)
+    after_main = False
+    for f in load_frames():
+        if f["scenario"] != scenario or f["is_response"] or not f["conn"].startswith("client->"):
+            continue
+        if not _incidental(scenario, f, after_main):
+            h = f["header"]
+            out.append(Sent(f["conn"].split("->")[1], f["code"],
+                            {k: v for k, v in (h.get("extFields") or {}).items()
+                             if k not in ACL_KEYS},
+                            body_bytes(f["id"]), f["serialize"], h["version"], h["language"]))
+        if f["code"] == main_code:
+            after_main = True
+    return out
+
+
+# -- our servers behind taps -----------------------------------------------------------------
+
+
+class AdminTap(WireTap):
+    """A tap that also points GET_BROKER_CLUSTER_INFO answers at the broker tap (the stock
+    tool and ours find a cluster's brokers there, not in a topic route), and stamps each
+    frame with a number from ``clock``, shared by both taps, so the requests to the two
+    servers can be put back in the order they were sent."""
+
+    def __init__(self, name: str, upstream: str, clock: Iterator[int]) -> None:
+        super().__init__(name, upstream)
+        self.clock = clock
+        self.seqs: list[int] = []
+
+    def _record(self, conn: int, direction: str, frame: bytes, route_requests: set[int]) -> bytes:
+        out = super()._record(conn, direction, frame, route_requests)
+        self.seqs.append(next(self.clock))
+        cmd = self.frames[-1].command
+        if (direction == TO_SERVER and cmd is not None
+                and cmd.code == RequestCode.GET_BROKER_CLUSTER_INFO):
+            route_requests.add(cmd.opaque)  # the base class rewrites answers to these opaques
+        return out
+
+
+@pytest.fixture(scope="module")
+def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ServerProcess, ServerProcess]]:
+    tmp: Path = tmp_path_factory.mktemp("admin_wire")
+    ns = namesrv_process(tmp).start()
+    try:
+        br = broker_process(tmp, ns.address).start()
+    except BaseException:
+        ns.stop()
+        raise
+    try:
+        yield ns, br
+    finally:
+        br.stop()
+        ns.stop()
+        print(f"---- broker ----\n{br.log_tail(60)}\n---- namesrv ----\n{ns.log_tail(30)}")
+
+
+@dataclass(slots=True)
+class Wire:
+    ntap: AdminTap
+    btap: AdminTap
+
+    def marks(self) -> tuple[int, int]:
+        return len(self.ntap.frames), len(self.btap.frames)
+
+    def sent_since(self, marks: tuple[int, int]) -> list[Sent]:
+        """Requests to either server since ``marks``, in the order they were sent."""
+        tagged = []
+        for tap, mark in ((self.ntap, marks[0]), (self.btap, marks[1])):
+            for f, seq in zip(tap.frames[mark:], tap.seqs[mark:], strict=True):
+                if f.command is not None and f.direction == TO_SERVER and not f.is_response:
+                    tagged.append((seq, _sent(tap.name, f.command)))
+        return [s for _, s in sorted(tagged, key=lambda t: t[0])]
+
+
+def _sent(server: str, c: RemotingCommand) -> Sent:
+    return Sent(server, c.code, dict(c.ext_fields or {}), bytes(c.body or b""),
+                SerializeType(c.serialize_type).name, c.version, LanguageCode(c.language).name)
+
+
+@pytest.fixture
+async def wire(servers: tuple[ServerProcess, ServerProcess]) -> AsyncIterator[Wire]:
+    ns, br = servers
+    clock = itertools.count()
+    async with AdminTap("broker", br.address, clock) as btap, \
+            AdminTap("namesrv", ns.address, clock) as ntap:
+        ntap.rewrite_routes = {br.address: btap.address}
+        yield Wire(ntap, btap)
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env.pop("ROCKETMQ_SERIALIZE_TYPE", None)  # JSON headers, as the stock tool used
+    return env
+
+
+async def mqadmin(*args: str) -> tuple[int, str, str]:
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "client.admin.cli", *args,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, cwd=REPO, env=_env())
+    out, err = await proc.communicate()
+    return proc.returncode or 0, out.decode(), err.decode()
+
+
+async def ok(*args: str) -> str:
+    rc, out, err = await mqadmin(*args)
+    assert rc == 0, f"mqadmin {' '.join(args)} -> {rc}\n{out}\n{err}"
+    return out
+
+
+def assert_like_stock(ours: list[Sent], scenario: str, *,
+                      differ: Mapping[int, frozenset[str]] | None = None,
+                      rename: Mapping[str, str] | None = None) -> None:
+    """``ours`` makes the stock requests of ``scenario``: the same (server, code) sequence,
+    the same extFields keys, equal values except the keys ``differ[code]`` (values that
+    name something of this run), names in stock values replaced through ``rename`` first; JSON
+    headers, language JAVA."""
+    stock = stock_requests(scenario)
+    assert [s.key for s in ours] == [s.key for s in stock], (
+        f"{scenario}: ours {[s.key for s in ours]} stock {[s.key for s in stock]}")
+    rename = rename or {}
+    for o, s in zip(ours, stock, strict=True):
+        assert set(o.ext) == set(s.ext), (scenario, o.code, sorted(o.ext), sorted(s.ext))
+        skip = (differ or {}).get(o.code, frozenset())
+        want = {k: _renamed(v, rename) for k, v in s.ext.items() if k not in skip}
+        assert {k: v for k, v in o.ext.items() if k not in skip} == want, (scenario, o.code)
+        assert (o.serialize, s.serialize) == ("JSON", "JSON")
+        assert o.language == s.language == "JAVA"
+        assert o.version == CURRENT_VERSION and s.version == 407
+        assert bool(o.body) == bool(s.body), (scenario, o.code)
+
+
+def _renamed(value: str, rename: Mapping[str, str]) -> str:
+    for old, new in rename.items():
+        value = value.replace(old, new)
+    return value
+
+
+async def run(wire: Wire, *args: str) -> tuple[str, list[Sent]]:
+    marks = wire.marks()
+    out = await ok(*args, "-n", wire.ntap.address)
+    return out, wire.sent_since(marks)
+
+
+async def wait_for_route(namesrv: str, topic: str, timeout: float = 30) -> None:
+    """Poll the nameserver until ``topic`` has a route, or fail after ``timeout`` seconds."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    async with MQAdmin(namesrv) as admin:
+        while True:
+            try:
+                await admin.topic_route(topic)
+                return
+            except Exception:
+                if loop.time() > deadline:
+                    raise
+            await asyncio.sleep(0.05)
+
+
+# -- part 1: our requests against the stock tool's -----------------------------------------
+
+
+async def test_topic_message_and_config_commands(
+        wire: Wire, servers: tuple[ServerProcess, ServerProcess]) -> None:
+    ns, br = servers
+    async with Producer("VecAdminWirePG", ns.address) as producer:
+        sent = [await producer.send(Message(TOPIC, f"props-{i}".encode(), tags="TagA",
+                                            keys="vkey1 vkey2")) for i in range(2)]
+    btap = wire.btap.address
+
+    # updateTopic -c: 106, then 17 to every master with the stock defaults (frame 992:
+    # topicFilterType SINGLE_TAG, topicSysFlag 0, order false, perm 6, defaultTopic TBW102).
+    out, ours = await run(wire, "updateTopic", "-c", "DefaultCluster", "-t", "VecAdminTopic",
+                          "-r", "4", "-w", "4")
+    assert_like_stock(ours, "mqadmin_updateTopic")
+    assert f"create topic to {btap} success." in out
+
+    out, ours = await run(wire, "topicList")
+    assert_like_stock(ours, "mqadmin_topicList")
+    assert {TOPIC, "VecAdminTopic", "TBW102"} <= set(out.split())
+
+    out, ours = await run(wire, "topicRoute", "-t", TOPIC)
+    assert_like_stock(ours, "mqadmin_topicRoute")
+    assert json.loads(out)["brokerDatas"][0]["brokerAddrs"] == {"0": btap}
+
+    out, ours = await run(wire, "clusterList")
+    assert_like_stock(ours, "mqadmin_clusterList")
+    assert "broker-a" in out and btap in out
+
+    # queryMsgById: VIEW_MESSAGE_BY_ID goes to the store host named in the offset id, and
+    # nowhere else first (frame 1024). An id naming the broker tap proves it.
+    _, offset = decode_offset_msg_id(sent[0].offset_msg_id or "")
+    via_tap = create_offset_msg_id(socket_address_to_bytes(btap), offset)
+    out, ours = await run(wire, "queryMsgById", "-i", via_tap)
+    assert_like_stock(ours, "mqadmin_queryMsgById",
+                      differ={RequestCode.VIEW_MESSAGE_BY_ID: frozenset({"offset"})})
+    assert ours[0].ext == {"offset": str(offset)}
+    assert "props-0" in out and sent[0].msg_id in out
+
+    # queryMsgByKey: 105, then QUERY_MESSAGE maxNum=64 beginTimestamp=0
+    # endTimestamp=Long.MAX _UNIQUE_KEY_QUERY=false (frame 1046), values equal.
+    out, ours = await run(wire, "queryMsgByKey", "-t", TOPIC, "-k", "vkey1")
+    assert_like_stock(ours, "mqadmin_queryMsgByKey")
+    assert all(r.msg_id in out for r in sent)
+
+    # queryMsgByUniqueKey: _UNIQUE_KEY_QUERY=true, maxNum=32 (frame 1056).
+    uniq = sent[1].msg_id or ""
+    out, ours = await run(wire, "queryMsgByUniqueKey", "-t", TOPIC, "-i", uniq)
+    assert_like_stock(ours, "mqadmin_queryMsgByUniqueKey",
+                      differ={RequestCode.QUERY_MESSAGE: frozenset({"key"})})
+    assert ours[-1].ext["key"] == uniq and "props-1" in out
+
+    out, ours = await run(wire, "topicStatus", "-t", TOPIC)
+    assert_like_stock(ours, "mqadmin_topicStatus")
+    assert out.startswith("#Broker Name")
+
+    out, ours = await run(wire, "brokerStatus", "-b", btap)
+    assert_like_stock(ours, "mqadmin_brokerStatus")
+    assert "brokerVersionDesc" in out
+
+    out, ours = await run(wire, "getBrokerConfig", "-b", btap)
+    assert_like_stock(ours, "mqadmin_getBrokerConfig")
+    assert "brokerName" in out and "broker-a" in out
+
+    # updateSubGroup -b: the SubscriptionGroupConfig body with the stock tool's defaults
+    # (no broadcast, not from min offset), byte for byte as frame 1093.
+    out, ours = await run(wire, "updateSubGroup", "-b", btap, "-g", "VecAdminGroup")
+    assert_like_stock(ours, "mqadmin_updateSubGroup")
+    assert ours[0].body == body_bytes(1093)
+
+    out, ours = await run(wire, "getNamesrvConfig")
+    assert_like_stock(ours, "mqadmin_getNamesrvConfig")
+
+    _, ours_put = await run(wire, "updateKvConfig", "-s", "VEC_NS", "-k", "veckey", "-v",
+                            "vecvalue")
+    assert_like_stock(ours_put, "mqadmin_updateKvConfig")
+    _, ours = await run(wire, "deleteKvConfig", "-s", "VEC_NS", "-k", "veckey")
+    assert_like_stock(ours, "mqadmin_deleteKvConfig")
+
+    # deleteTopic -c: 106, 215 to every master, then 216 to the nameserver (frames 1110-1116).
+    out, ours = await run(wire, "deleteTopic", "-c", "DefaultCluster", "-t", "VecAdminTopic")
+    assert_like_stock(ours, "mqadmin_deleteTopic")
+    assert "VecAdminTopic" not in (await run(wire, "topicList"))[0].split()
+
+
+async def test_consumer_commands(wire: Wire, servers: tuple[ServerProcess, ServerProcess]) -> None:
+    """consumerProgress / consumerConnection / consumerStatus -g while a real push consumer
+    of ours is online (the capture's idle consumer was a Java one)."""
+    ns, br = servers
+    topic = "VecIdleTopic"
+    async with Producer("VecIdleWirePG", ns.address) as producer:
+        for i in range(3):
+            await producer.send(Message(topic, f"idle-{i}".encode()))
+    got: list[MessageExt] = []
+    done = asyncio.Event()
+
+    def listener(msgs: list[MessageExt], ctx: object) -> ConsumeConcurrentlyStatus:
+        got.extend(msgs)
+        if len(got) >= 3:
+            done.set()
+        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+    consumer = PushConsumer(IDLE_GROUP, ns.address,
+                            consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
+    consumer.subscribe(topic, "*")
+    consumer.register_message_listener(listener)
+    await consumer.start()
+    try:
+        await asyncio.wait_for(done.wait(), 30)
+        await wait_for_route(ns.address, MixAll.retry_topic(IDLE_GROUP))
+        # The consumer persists its offsets every few seconds; commit them now so the
+        # broker has consume stats for the group (as the captured group had).
+        async with MQAdmin(ns.address) as admin:
+            for m in got:
+                await admin.api.update_consumer_offset(br.address, UpdateConsumerOffsetRequestHeader(
+                    consumer_group=IDLE_GROUP, topic=topic, queue_id=m.queue_id,
+                    commit_offset=m.queue_offset + 1), oneway=False)
+
+        # consumerProgress -g: 105 for %RETRY%<group> (to find its brokers), then 208 with
+        # consumerGroup only (frames 1016, 1020).
+        out, ours = await run(wire, "consumerProgress", "-g", IDLE_GROUP)
+        assert_like_stock(ours, "mqadmin_consumerProgress", rename={PROPS_GROUP: IDLE_GROUP})
+        assert topic in out and "Diff Total:" in out
+
+        out, ours = await run(wire, "consumerConnection", "-g", IDLE_GROUP)
+        assert_like_stock(ours, "mqadmin_consumerConnection")
+        assert "ConsumeType: CONSUME_PASSIVELY" in out and topic in out
+
+        # consumerStatus -g: 105, 203, then per client 105 and 307 (frames 1181-1188).
+        out, ours = await run(wire, "consumerStatus", "-g", IDLE_GROUP)
+        assert_like_stock(ours, "mqadmin_consumerStatus",
+                          differ={RequestCode.GET_CONSUMER_RUNNING_INFO: frozenset({"clientId"})})
+        client_id = ours[-1].ext["clientId"]
+        assert client_id in out and topic in out
+    finally:
+        await consumer.shutdown()
