@@ -1,19 +1,30 @@
 """A thin synchronous facade over the asyncio client, for scripts and Spark executors.
 
-Each facade object owns one private event loop running on one daemon thread, started in
-``__enter__`` (or ``start()``) and stopped in ``__exit__`` (``shutdown()``): the async
-object is created, started, used and shut down on that loop, and every method hands a
-coroutine to it with ``run_coroutine_threadsafe`` and waits for the result. No
-``asyncio.run`` per call, and the caller's thread never needs a loop. Not for use from
-inside a running event loop's thread (it would block that loop); use the async API there.
+Contract:
+
+* ``LoopThread`` is one private event loop running on one daemon thread, owned by one
+  object: ``open()`` (or ``__enter__``) starts the thread and then runs the ``_aopen`` hook
+  on the loop; ``run(coro)`` hands a coroutine to the loop with
+  ``run_coroutine_threadsafe`` and waits for its result (its exception is raised in the
+  caller); ``close()`` (or ``__exit__``) runs the ``_aclose`` hook, stops the loop, cancels
+  what is left on it and joins the thread. ``close`` is idempotent, and a failed ``open``
+  closes before it raises. No ``asyncio.run`` per call, and the caller's thread never
+  needs a loop. Not for use from inside a running event loop's thread (it would block that
+  loop); use the async API there.
+* ``SyncProducer``, ``SyncPullConsumer`` and ``SyncLitePullConsumer`` are ``LoopThread``
+  subclasses whose hooks create and start the async object on the loop and shut it down
+  there; every method is one ``run`` of the async method. ``spark_sink`` builds its
+  executor and driver links on the same class.
+
+Upstream has no such layer (Java clients are thread-based); STYLE.md "Sync facade, thin".
 """
 
 from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Coroutine, Iterable
-from typing import Any, TypeVar
+from collections.abc import Awaitable, Coroutine, Iterable
+from typing import Any, ClassVar, Self, TypeVar
 
 from protocol.bodies import MessageQueue
 from protocol.errors import MQClientError
@@ -23,84 +34,131 @@ from .api import PullResult, SendResult
 from .producer import Producer
 from .pull_consumer import LitePullConsumer, PullConsumer
 
-__all__ = ["SyncProducer", "SyncPullConsumer", "SyncLitePullConsumer"]
+__all__ = ["LoopThread", "SyncProducer", "SyncPullConsumer", "SyncLitePullConsumer"]
 
 T = TypeVar("T")
 
 
-class _LoopThread:
-    """One event loop on one thread, owned by one facade object."""
+async def _await(aw: Awaitable[T]) -> T:
+    return await aw
 
-    def __init__(self, name: str) -> None:
+
+def _cancel_leftovers(loop: asyncio.AbstractEventLoop) -> None:
+    # Whatever a hook left running would otherwise be destroyed pending when the loop
+    # closes (asyncio.runners does the same at the end of asyncio.run).
+    tasks = asyncio.all_tasks(loop)
+    for task in tasks:
+        task.cancel()
+    if tasks:
+        loop.run_until_complete(asyncio.gather(*tasks, return_exceptions=True))
+
+
+class LoopThread:
+    """One event loop on one daemon thread, owned by one object (see the module docstring).
+
+    Args:
+        name: the thread's name, also used in error messages.
+
+    Subclasses override ``_aopen`` / ``_aclose``; ``close_timeout`` bounds ``_aclose``
+    (None: wait as long as it takes).
+    """
+
+    close_timeout: ClassVar[float | None] = None
+
+    def __init__(self, name: str = "rocketmq-loop") -> None:
         self._name = name
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
 
-    def start(self) -> None:
+    @property
+    def is_open(self) -> bool:
+        return self._loop is not None
+
+    def open(self) -> Self:
+        """Start the loop thread, then run ``_aopen`` on it."""
         if self._thread is not None:
-            raise MQClientError(f"{self._name}: already started")
+            raise MQClientError(f"{self._name}: already open")
         loop = asyncio.new_event_loop()
         ready = threading.Event()
 
-        def run() -> None:
+        def main() -> None:
             asyncio.set_event_loop(loop)
             loop.call_soon(ready.set)
-            loop.run_forever()
-            loop.run_until_complete(loop.shutdown_asyncgens())
-            loop.close()
+            try:
+                loop.run_forever()
+                _cancel_leftovers(loop)
+                loop.run_until_complete(loop.shutdown_asyncgens())
+            finally:
+                loop.close()
 
         self._loop = loop
-        self._thread = threading.Thread(target=run, name=self._name, daemon=True)
+        self._thread = threading.Thread(target=main, name=self._name, daemon=True)
         self._thread.start()
         ready.wait()
+        try:
+            self.run(self._aopen())
+        except BaseException:
+            self.close()
+            raise
+        return self
 
-    def run(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
+    async def _aopen(self) -> None:
+        """Runs on the loop at the end of ``open()``."""
+
+    async def _aclose(self) -> None:
+        """Runs on the loop at the start of ``close()``."""
+
+    def __enter__(self) -> Self:
+        return self.open()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def run(self, aw: Awaitable[T], timeout: float | None = None) -> T:
+        """Run ``aw`` on the loop and wait for its result (its exception is raised here)."""
         loop = self._loop
-        if loop is None or loop.is_closed():
-            coro.close()
-            raise MQClientError(f"{self._name}: not started (use it inside 'with')")
+        if loop is None:
+            if isinstance(aw, Coroutine):
+                aw.close()  # never awaited: close it rather than warn
+            raise MQClientError(f"{self._name}: not open (use it inside 'with')")
+        coro = aw if isinstance(aw, Coroutine) else _await(aw)
         return asyncio.run_coroutine_threadsafe(coro, loop).result(timeout)
 
-    def stop(self) -> None:
+    def close(self) -> None:
+        """Run ``_aclose``, stop the loop and join its thread; idempotent."""
         loop, thread = self._loop, self._thread
         if loop is None or thread is None:
             return
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join()
-        self._loop = None
-        self._thread = None
+        try:
+            asyncio.run_coroutine_threadsafe(self._aclose(), loop).result(self.close_timeout)
+        finally:
+            self._loop = None
+            self._thread = None
+            loop.call_soon_threadsafe(loop.stop)
+            thread.join()
 
 
-class _Facade:
-    _async: Any
+class _Facade(LoopThread):
+    """A ``LoopThread`` whose hooks start and shut down one async client object."""
 
-    def __init__(self, name: str) -> None:
-        self._lt = _LoopThread(name)
+    _async: Any = None
 
     def start(self) -> None:
-        self._lt.start()
-        try:
-            self._lt.run(self._create_and_start())
-        except BaseException:
-            self._lt.stop()
-            raise
+        self.open()
+
+    def shutdown(self) -> None:
+        self.close()
+
+    async def _aopen(self) -> None:
+        await self._create_and_start()
 
     async def _create_and_start(self) -> None:
         raise NotImplementedError
 
-    def shutdown(self) -> None:
-        try:
-            if getattr(self, "_async", None) is not None:
-                self._lt.run(self._async.shutdown())
-        finally:
-            self._lt.stop()
-
-    def __enter__(self) -> Any:
-        self.start()
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.shutdown()
+    async def _aclose(self) -> None:
+        obj, self._async = self._async, None
+        if obj is not None:
+            await obj.shutdown()
 
 
 class SyncProducer(_Facade):
@@ -113,18 +171,19 @@ class SyncProducer(_Facade):
         self._async: Producer | None = None
 
     async def _create_and_start(self) -> None:
-        self._async = Producer(*self._args, **self._options)
-        await self._async.start()
+        producer = Producer(*self._args, **self._options)
+        await producer.start()
+        self._async = producer
 
     def send(self, msg: Message | list[Message], mq: MessageQueue | None = None,
              **kw: Any) -> SendResult:
         assert self._async is not None, "use SyncProducer inside 'with'"
-        return self._lt.run(self._async.send(msg, mq, **kw))
+        return self.run(self._async.send(msg, mq, **kw))
 
     def send_oneway(self, msg: Message | list[Message], mq: MessageQueue | None = None,
                     **kw: Any) -> None:
         assert self._async is not None, "use SyncProducer inside 'with'"
-        self._lt.run(self._async.send_oneway(msg, mq, **kw))
+        self.run(self._async.send_oneway(msg, mq, **kw))
 
 
 class SyncPullConsumer(_Facade):
@@ -137,34 +196,35 @@ class SyncPullConsumer(_Facade):
         self._async: PullConsumer | None = None
 
     async def _create_and_start(self) -> None:
-        self._async = PullConsumer(*self._args, **self._options)
-        await self._async.start()
+        consumer = PullConsumer(*self._args, **self._options)
+        await consumer.start()
+        self._async = consumer
 
     def fetch_subscribe_message_queues(self, topic: str) -> list[MessageQueue]:
         assert self._async is not None
-        return self._lt.run(self._async.fetch_subscribe_message_queues(topic))
+        return self.run(self._async.fetch_subscribe_message_queues(topic))
 
     def pull(self, mq: MessageQueue, expression: str | None, offset: int,
              max_nums: int) -> PullResult:
         assert self._async is not None
-        return self._lt.run(self._async.pull(mq, expression, offset, max_nums))
+        return self.run(self._async.pull(mq, expression, offset, max_nums))
 
     def pull_block_if_not_found(self, mq: MessageQueue, expression: str | None, offset: int,
                                 max_nums: int) -> PullResult:
         assert self._async is not None
-        return self._lt.run(self._async.pull_block_if_not_found(mq, expression, offset, max_nums))
+        return self.run(self._async.pull_block_if_not_found(mq, expression, offset, max_nums))
 
     def get_min_offset(self, mq: MessageQueue) -> int:
         assert self._async is not None and self._async.instance is not None
-        return self._lt.run(self._async.instance.min_offset(mq))
+        return self.run(self._async.instance.min_offset(mq))
 
     def get_max_offset(self, mq: MessageQueue) -> int:
         assert self._async is not None and self._async.instance is not None
-        return self._lt.run(self._async.instance.max_offset(mq))
+        return self.run(self._async.instance.max_offset(mq))
 
     def fetch_consume_offset(self, mq: MessageQueue, from_store: bool = True) -> int:
         assert self._async is not None
-        return self._lt.run(self._async.fetch_consume_offset(mq, from_store))
+        return self.run(self._async.fetch_consume_offset(mq, from_store))
 
     def update_consume_offset(self, mq: MessageQueue, offset: int) -> None:
         assert self._async is not None
@@ -196,17 +256,17 @@ class SyncLitePullConsumer(_Facade):
             c.subscribe(topic, expr)
         if self._assign is not None:
             c.assign(self._assign)
-        self._async = c
         await c.start()
+        self._async = c
 
     def poll(self, timeout: float | None = None) -> list[MessageExt]:
         assert self._async is not None
-        return self._lt.run(self._async.poll(timeout))
+        return self.run(self._async.poll(timeout))
 
     def seek(self, mq: MessageQueue, offset: int) -> None:
         assert self._async is not None
-        self._lt.run(self._async.seek(mq, offset))
+        self.run(self._async.seek(mq, offset))
 
     def commit_sync(self) -> None:
         assert self._async is not None
-        self._lt.run(self._async.commit_sync())
+        self.run(self._async.commit_sync())

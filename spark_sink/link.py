@@ -7,11 +7,13 @@ Contract:
   min/max/timestamp offsets per queue, exact range reads, group membership, offset
   commits). It never caches offsets; routes are looked up on every ``queues()`` call so
   that new queues and vanished brokers are seen each micro-batch.
-* ``BlockingLink`` is the synchronous facade Spark code calls: one private event loop on
-  one daemon thread per object, started in ``__enter__`` / ``open()`` and stopped (client
-  closed, heartbeat routine cancelled) in ``__exit__`` / ``close()``. The driver keeps one
-  per reader for the life of the query; each executor ``read()`` / ``write()`` opens one
-  and closes it before returning, so tasks keep no state between calls.
+* ``BlockingLink`` is the synchronous facade Spark code calls: a ``client.sync.LoopThread``
+  (one private event loop on one daemon thread per object, the class the client's sync
+  facade is built on) whose hooks create the ``RocketMQLink`` in ``__enter__`` /
+  ``open()`` and close it (heartbeat routine cancelled, connections closed) in
+  ``__exit__`` / ``close()``. The driver keeps one per reader for the life of the query;
+  each executor ``read()`` / ``write()`` opens one and closes it before returning, so
+  tasks keep no state between calls.
 * ``read_range`` pulls exactly ``[start, end)`` of one queue with non-suspending pulls
   (PullSysFlag SUBSCRIPTION only: no COMMIT_OFFSET bit, so nothing is stored on the
   broker), ``pipeline`` windows of ``batch`` offsets in flight at once, and hands back
@@ -32,12 +34,10 @@ from __future__ import annotations
 import asyncio
 import os
 import re
-import threading
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import Self, TypeVar
+from typing import TypeVar
 
 import structlog
 
@@ -45,6 +45,7 @@ from client.allocate import AllocateMessageQueueAveragely, sort_cids, sort_queue
 from client.api import MQClientAPI, PullStatus
 from client.config import ClientConfig
 from client.remoting import RemotingClient
+from client.sync import LoopThread
 from protocol.bodies import (
     ConsumerData,
     HeartbeatData,
@@ -63,7 +64,7 @@ from protocol.message import MessageExt
 
 from .offsets import DataLossError, QueueKey
 
-__all__ = ["RocketMQLink", "LoopThread", "BlockingLink", "RouteView", "DEFAULT_PIPELINE"]
+__all__ = ["RocketMQLink", "BlockingLink", "RouteView", "DEFAULT_PIPELINE"]
 
 log = structlog.get_logger("aiorocketmq.spark")
 
@@ -306,78 +307,6 @@ def _mq(key: QueueKey) -> MessageQueue:
     return MessageQueue(key.topic, key.broker_name, key.queue_id)
 
 
-class LoopThread:
-    """A private event loop on one daemon thread: ``open()``, ``run(coro)``, ``close()``.
-
-    The synchronous facade Spark code needs (DESIGN.md: a small synchronous facade for a
-    Spark executor); ``close`` is idempotent and runs ``_aclose`` on the loop first.
-    """
-
-    def __init__(self) -> None:
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
-
-    def open(self) -> Self:
-        if self._loop is not None:
-            raise MQClientError(f"{type(self).__name__}.open(): already open")
-        loop = asyncio.new_event_loop()
-        ready = threading.Event()
-
-        def run() -> None:
-            asyncio.set_event_loop(loop)
-            loop.call_soon(ready.set)
-            loop.run_forever()
-
-        self._loop = loop
-        self._thread = threading.Thread(target=run, name="rocketmq-spark-loop", daemon=True)
-        self._thread.start()
-        ready.wait()
-        try:
-            self.run(self._aopen())
-        except BaseException:
-            self.close()
-            raise
-        return self
-
-    async def _aopen(self) -> None:
-        """Runs on the loop at the end of ``open()``."""
-
-    async def _aclose(self) -> None:
-        """Runs on the loop at the start of ``close()``."""
-
-    def __enter__(self) -> Self:
-        return self.open()
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
-    def run(self, coro: Awaitable[T], timeout: float | None = None) -> T:
-        """Run ``coro`` on the loop and wait for its result (its exception is raised here)."""
-        if self._loop is None:
-            raise MQClientError(f"{type(self).__name__}.run(): not open")
-
-        async def wrap() -> T:
-            return await coro
-
-        fut: Future[T] = asyncio.run_coroutine_threadsafe(wrap(), self._loop)
-        return fut.result(timeout)
-
-    def close(self) -> None:
-        """Run ``_aclose``, stop the loop and join its thread; idempotent."""
-        loop = self._loop
-        if loop is None:
-            return
-        try:
-            asyncio.run_coroutine_threadsafe(self._aclose(), loop).result(30)
-        finally:
-            self._loop = None
-            loop.call_soon_threadsafe(loop.stop)
-            if self._thread is not None:
-                self._thread.join(30)
-                self._thread = None
-            loop.close()
-
-
 class BlockingLink(LoopThread):
     """``RocketMQLink`` behind a ``LoopThread`` (see module docstring).
 
@@ -386,8 +315,10 @@ class BlockingLink(LoopThread):
         timeout_ms: budget of each RocketMQ call.
     """
 
+    close_timeout = 30.0  # a task or the driver never hangs on a broker that stopped answering
+
     def __init__(self, name_server: str, *, timeout_ms: int = 10_000) -> None:
-        super().__init__()
+        super().__init__("rocketmq-spark-link")
         self._name_server = name_server
         self._timeout_ms = timeout_ms
         self._link: RocketMQLink | None = None

@@ -4,12 +4,12 @@ Contract:
 
 * The DataFrame's columns are validated on the driver (``sink_mapping.SinkColumns``).
 * Each Spark task (``write``) starts one ``client.producer.Producer`` on a private
-  ``LoopThread``, sends its rows, waits until the broker acknowledged every one of them,
-  shuts the producer down and returns a ``SinkCommitMessage`` with the count. A failed send
-  fails the task; Spark retries it, so delivery is **at least once**. Every message carries
-  ``spark.queryId`` / ``spark.batchId`` / ``spark.partitionId`` / ``spark.rowIndex``
-  (``sink_mapping``), which name the row exactly across re-runs: a consumer that needs
-  exactly-once deduplicates on them.
+  ``client.sync.LoopThread``, sends its rows, waits until the broker acknowledged every one
+  of them, shuts the producer down and returns a ``SinkCommitMessage`` with the count. A
+  failed send fails the task; Spark retries it, so delivery is **at least once**. Every
+  message carries ``spark.queryId`` / ``spark.batchId`` / ``spark.partitionId`` /
+  ``spark.rowIndex`` (``sink_mapping``), which name the row exactly across re-runs: a
+  consumer that needs exactly-once deduplicates on them.
 * ``async=false`` (default) sends one message at a time; ``async=true`` keeps up to
   ``maxInFlight`` sends in flight per task (the producer's ``send_async``) and still waits
   for all of them before the task reports success.
@@ -31,10 +31,10 @@ import structlog
 from pyspark.sql.datasource import DataSourceStreamWriter, DataSourceWriter, WriterCommitMessage
 
 from client.producer import Producer
+from client.sync import LoopThread
 from protocol.bodies import MessageQueue
 from protocol.message import Message
 
-from .link import LoopThread
 from .options import SinkOptions
 from .sink_mapping import (
     PROP_BATCH_ID,
@@ -73,8 +73,12 @@ def select_by_index(mqs: Sequence[MessageQueue], msg: Message, arg: Any) -> Mess
 
 
 class _ProducerThread(LoopThread):
+    """One task's producer on a private loop (``client.sync.LoopThread``)."""
+
+    close_timeout = 30.0
+
     def __init__(self, opts: SinkOptions) -> None:
-        super().__init__()
+        super().__init__("rocketmq-spark-sink")
         self._opts = opts
         self.producer: Producer | None = None
 
