@@ -52,13 +52,25 @@ from typing import Any
 
 import pytest
 
-from client import ConsumeConcurrentlyStatus, ConsumeFromWhere, Message, MessageExt, Producer, PushConsumer
+from client import (
+    ConsumeConcurrentlyStatus,
+    ConsumeFromWhere,
+    Message,
+    MessageExt,
+    Producer,
+    PushConsumer,
+)
 from client.admin.api import MQAdmin
 from protocol import fastjson
 from protocol.codes import CURRENT_VERSION, LanguageCode, MixAll, RequestCode, SerializeType
 from protocol.command import RemotingCommand
 from protocol.headers import UpdateConsumerOffsetRequestHeader
-from protocol.message import create_offset_msg_id, decode_offset_msg_id, socket_address_to_bytes
+from protocol.message import (
+    create_offset_msg_id,
+    decode_messages,
+    decode_offset_msg_id,
+    socket_address_to_bytes,
+)
 from tests.interop.wiretap import TO_SERVER, WireTap
 from tests.procs import ServerProcess, broker_process, namesrv_process
 from tests.replay import ReplayServer
@@ -79,11 +91,13 @@ IDLE_GROUP = "VecIdleConsumer"
 
 @dataclass(slots=True, frozen=True)
 class Sent:
-    """One request as the server saw it: which server, the code, extFields (ACL keys
-    removed), the body, serialize type, version, language."""
+    """One request as the server saw it: which server, the code, flag, remark, extFields
+    (ACL keys removed), the body, serialize type, version, language."""
 
     server: str
     code: int
+    flag: int
+    remark: str | None
     ext: dict[str, str]
     body: bytes
     serialize: str
@@ -117,7 +131,7 @@ def stock_requests(scenario: str) -> list[Sent]:
             continue
         if not _incidental(scenario, f, after_main):
             h = f["header"]
-            out.append(Sent(f["conn"].split("->")[1], f["code"],
+            out.append(Sent(f["conn"].split("->")[1], f["code"], f["flag"], h.get("remark"),
                             {k: v for k, v in (h.get("extFields") or {}).items()
                              if k not in ACL_KEYS},
                             body_bytes(f["id"]), f["serialize"], h["version"], h["language"]))
@@ -186,7 +200,7 @@ class Wire:
 
 
 def _sent(server: str, c: RemotingCommand) -> Sent:
-    return Sent(server, c.code, dict(c.ext_fields or {}), bytes(c.body or b""),
+    return Sent(server, c.code, c.flag, c.remark, dict(c.ext_fields or {}), bytes(c.body or b""),
                 SerializeType(c.serialize_type).name, c.version, LanguageCode(c.language).name)
 
 
@@ -194,8 +208,9 @@ def _sent(server: str, c: RemotingCommand) -> Sent:
 async def wire(servers: tuple[ServerProcess, ServerProcess]) -> AsyncIterator[Wire]:
     ns, br = servers
     clock = itertools.count()
-    async with AdminTap("broker", br.address, clock) as btap, \
-            AdminTap("namesrv", ns.address, clock) as ntap:
+    btap = AdminTap("broker", br.address, clock)
+    ntap = AdminTap("namesrv", ns.address, clock)
+    async with btap, ntap:
         ntap.rewrite_routes = {br.address: btap.address}
         yield Wire(ntap, btap)
 
@@ -238,6 +253,7 @@ def assert_like_stock(ours: list[Sent], scenario: str, *,
         assert {k: v for k, v in o.ext.items() if k not in skip} == want, (scenario, o.code)
         assert (o.serialize, s.serialize) == ("JSON", "JSON")
         assert o.language == s.language == "JAVA"
+        assert (o.flag, o.remark) == (s.flag, s.remark) == (0, None)  # two-way, no remark
         assert o.version == CURRENT_VERSION and s.version == 407
         assert bool(o.body) == bool(s.body), (scenario, o.code)
 
@@ -307,13 +323,13 @@ async def test_topic_message_and_config_commands(
     assert_like_stock(ours, "mqadmin_queryMsgById",
                       differ={RequestCode.VIEW_MESSAGE_BY_ID: frozenset({"offset"})})
     assert ours[0].ext == {"offset": str(offset)}
-    assert "props-0" in out and sent[0].msg_id in out
+    assert "props-0" in out and f"OffsetID:            {sent[0].offset_msg_id}\n" in out
 
     # queryMsgByKey: 105, then QUERY_MESSAGE maxNum=64 beginTimestamp=0
     # endTimestamp=Long.MAX _UNIQUE_KEY_QUERY=false (frame 1046), values equal.
     out, ours = await run(wire, "queryMsgByKey", "-t", TOPIC, "-k", "vkey1")
     assert_like_stock(ours, "mqadmin_queryMsgByKey")
-    assert all(r.msg_id in out for r in sent)
+    assert all(f"{r.msg_id} " in out for r in sent)
 
     # queryMsgByUniqueKey: _UNIQUE_KEY_QUERY=true, maxNum=32 (frame 1056).
     uniq = sent[1].msg_id or ""
@@ -406,3 +422,187 @@ async def test_consumer_commands(wire: Wire, servers: tuple[ServerProcess, Serve
         assert client_id in out and topic in out
     finally:
         await consumer.shutdown()
+
+
+# -- part 2: the stock servers' captured answers, replayed to our CLI ------------------------
+
+
+def _route_answers() -> dict[str, int]:
+    """topic -> the captured GET_ROUTEINFO_BY_TOPIC answer the stock nameserver gave mqadmin."""
+    out: dict[str, int] = {}
+    for f in frames_where(code=RequestCode.GET_ROUTEINFO_BY_TOPIC, is_response=False,
+                          conn="client->namesrv"):
+        if f["scenario"].startswith("mqadmin_") and "response_id" in f:
+            out.setdefault(f["header"]["extFields"]["topic"], f["response_id"])
+    return out
+
+
+def _consumer_connection(req: RemotingCommand) -> int:
+    # The live group's connection list (frame 1171); any other: CONSUMER_NOT_ONLINE (1035).
+    return 1171 if (req.ext_fields or {}).get("consumerGroup") == IDLE_GROUP else 1035
+
+
+def _query_message(req: RemotingCommand) -> int:
+    # by key vkey1: both messages (1047); by unique key: the one message (1057)
+    return 1057 if (req.ext_fields or {}).get("_UNIQUE_KEY_QUERY") == "true" else 1047
+
+
+@pytest.fixture
+async def stock() -> AsyncIterator[tuple[ReplayServer, ReplayServer]]:
+    """A fake stock broker and nameserver; route and cluster answers point at the broker."""
+    routes = _route_answers()
+    broker = ReplayServer({
+        RequestCode.GET_BROKER_RUNTIME_INFO: lambda r: 1013,
+        RequestCode.GET_CONSUME_STATS: lambda r: 1021,
+        RequestCode.GET_TOPIC_STATS_INFO: lambda r: 1077,
+        RequestCode.GET_BROKER_CONFIG: lambda r: 1089,
+        RequestCode.GET_CONSUMER_CONNECTION_LIST: _consumer_connection,
+        RequestCode.GET_CONSUMER_RUNNING_INFO: lambda r: 1191,
+        RequestCode.QUERY_MESSAGE: _query_message,
+        RequestCode.VIEW_MESSAGE_BY_ID: lambda r: 1025,
+        RequestCode.UPDATE_AND_CREATE_TOPIC: lambda r: 995,
+        RequestCode.DELETE_TOPIC_IN_BROKER: lambda r: 1115,
+        RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP: lambda r: 1095,
+    })
+    async with broker:
+        namesrv = ReplayServer({
+            RequestCode.GET_ROUTEINFO_BY_TOPIC: lambda r: routes.get(
+                (r.ext_fields or {}).get("topic", ""), 6),
+            RequestCode.GET_BROKER_CLUSTER_INFO: lambda r: 1011,
+            RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER: lambda r: 1001,
+            RequestCode.GET_NAMESRV_CONFIG: lambda r: 1099,
+            RequestCode.PUT_KV_CONFIG: lambda r: 1105,
+            RequestCode.DELETE_KV_CONFIG: lambda r: 1109,
+            RequestCode.DELETE_TOPIC_IN_NAMESRV: lambda r: 1117,
+        }, rewrite={JAVA_BROKER: broker.address.encode()})
+        async with namesrv:
+            yield namesrv, broker
+
+
+async def test_cli_reads_stock_cluster_topic_and_broker_answers(
+        stock: tuple[ReplayServer, ReplayServer]) -> None:
+    namesrv, broker = stock
+    ns, addr = namesrv.address, broker.address
+
+    # ClusterInfo with fastjson's bare int key {0:"..."} (frame 1011), runtime KVTable (1013).
+    cluster = json.loads(await ok("clusterList", "-n", ns, "--json"))
+    (row,) = cluster["brokers"]
+    assert (row["cluster"], row["brokerName"], row["brokerId"], row["addr"], row["version"]) == (
+        "DefaultCluster", "broker-a", 0, addr, "V4_9_7")
+    runtime = fastjson.loads(body_bytes(1013))["table"]
+    assert row["inTps"] == float(runtime["putTps"].split(" ")[0])
+    assert row["space"] == float(runtime["commitLogDiskRatio"])
+    text = await ok("clusterList", "-n", ns)
+    (line,) = [ln for ln in text.splitlines() if addr in ln]
+    assert line.split()[:5] == ["DefaultCluster", "broker-a", "0", addr, "V4_9_7"]
+
+    status = json.loads(await ok("brokerStatus", "-n", ns, "-b", addr, "--json"))[addr]
+    assert status == runtime
+    text = await ok("brokerStatus", "-n", ns, "-b", addr)
+    assert f"{'msgPutTotalTodayNow':<32}: {runtime['msgPutTotalTodayNow']}\n" in text
+
+    # Properties-text config with the DataVersion in the header (frame 1089).
+    conf = json.loads(await ok("getBrokerConfig", "-n", ns, "-b", addr, "--json"))[addr]
+    assert conf["config"]["brokerName"] == "broker-a"
+    assert conf["config"]["messageDelayLevel"] == "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
+    assert conf["config"]["storePathRootDir"] == "/opt/rmq/store"
+    assert json.loads(conf["version"]) == {"counter": 0, "timestamp": 1795318946157}
+    namesrv_conf = json.loads(await ok("getNamesrvConfig", "-n", ns, "--json"))[ns]
+    assert namesrv_conf["serverSocketBacklog"] == "1024"
+    assert f"{'serverWorkerThreads':<50}=  8\n" in await ok("getNamesrvConfig", "-n", ns)
+
+    topics = (await ok("topicList", "-n", ns)).split()
+    assert set(topics) == set(fastjson.loads(body_bytes(1001))["topicList"])
+    route = json.loads(await ok("topicRoute", "-n", ns, "-t", TOPIC, "--json"))
+    assert route["brokerDatas"][0]["brokerAddrs"] == {"0": addr}
+    assert [(q["readQueueNums"], q["writeQueueNums"], q["perm"]) for q in route["queueDatas"]] == [
+        (4, 4, 6)]
+
+    # TopicStatsTable with MessageQueue objects as map keys (frame 1077).
+    ts = json.loads(await ok("topicStatus", "-n", ns, "-t", TOPIC, "--json"))
+    assert {q["queueId"]: (q["minOffset"], q["maxOffset"], q["lastUpdateTimestamp"])
+            for q in ts["queues"]} == {0: (0, 0, 0), 1: (0, 1, 1795318960733),
+                                        2: (0, 0, 0), 3: (0, 1, 1795319040492)}
+    text = await ok("topicStatus", "-n", ns, "-t", TOPIC)
+    assert len(text.splitlines()) == 5 and text.count("broker-a") == 4
+
+    # Admin writes answered by the stock servers (995 carries the remark
+    # "not set any response code" on SUCCESS: not a failure).
+    out = await ok("updateTopic", "-n", ns, "-c", "DefaultCluster", "-t", "VecAdminTopic",
+                   "-r", "4", "-w", "4")
+    assert f"create topic to {addr} success." in out
+    out = await ok("deleteTopic", "-n", ns, "-c", "DefaultCluster", "-t", "VecAdminTopic")
+    assert "delete topic [VecAdminTopic] from NameServer success." in out
+    out = await ok("updateSubGroup", "-n", ns, "-b", addr, "-g", "VecAdminGroup")
+    assert f"create subscription group to {addr} success." in out
+    await ok("updateKvConfig", "-n", ns, "-s", "VEC_NS", "-k", "veckey", "-v", "vecvalue")
+    await ok("deleteKvConfig", "-n", ns, "-s", "VEC_NS", "-k", "veckey")
+    assert [c.code for c in broker.requests] == [
+        RequestCode.GET_BROKER_RUNTIME_INFO, RequestCode.GET_BROKER_RUNTIME_INFO,
+        RequestCode.GET_BROKER_RUNTIME_INFO, RequestCode.GET_BROKER_RUNTIME_INFO,
+        RequestCode.GET_BROKER_CONFIG, RequestCode.GET_TOPIC_STATS_INFO,
+        RequestCode.GET_TOPIC_STATS_INFO, RequestCode.UPDATE_AND_CREATE_TOPIC,
+        RequestCode.DELETE_TOPIC_IN_BROKER, RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP]
+
+
+async def test_cli_reads_stock_message_and_consumer_answers(
+        stock: tuple[ReplayServer, ReplayServer]) -> None:
+    namesrv, broker = stock
+    ns, addr = namesrv.address, broker.address
+    captured = {m.msg_id: m for m in decode_messages(body_bytes(1047))}
+    by_key = json.loads(await ok("queryMsgByKey", "-n", ns, "-t", TOPIC, "-k", "vkey1",
+                                 "--json"))
+    assert sorted(m["msgId"] for m in by_key) == sorted(captured)
+    assert {m["keys"] for m in by_key} == {"vkey1 vkey2"}
+    text = await ok("queryMsgByKey", "-n", ns, "-t", TOPIC, "-k", "vkey1")
+    assert all(mid in text for mid in captured)
+
+    uniq = frame(1056)["header"]["extFields"]["key"]
+    (msg,) = json.loads(await ok("queryMsgByUniqueKey", "-n", ns, "-t", TOPIC, "-i", uniq,
+                                 "--json"))
+    assert msg["msgId"] == uniq and msg["body"] == bytes(captured[uniq].body).decode()
+    assert msg["properties"]["unicode"] == "héllo-世界"
+
+    # queryMsgById with an offset id naming the fake broker: the answer (frame 1025) is the
+    # record at commit-log offset 20380, stored by the capture's 127.0.0.1:10911.
+    offset = int(frame(1024)["header"]["extFields"]["offset"])
+    (msg,) = json.loads(await ok("queryMsgById", "-n", ns, "-i", create_offset_msg_id(
+        socket_address_to_bytes(addr), offset), "--json"))
+    assert (msg["commitLogOffset"], msg["offsetMsgId"], msg["msgId"], msg["storeHost"]) == (
+        offset, "7F00000100002A9F0000000000004F9C", uniq, "127.0.0.1:10911")
+    text = await ok("queryMsgById", "-n", ns, "-i", create_offset_msg_id(
+        socket_address_to_bytes(addr), offset))
+    assert "Keys:                [vkey1 vkey2]" in text and "héllo-世界" in text
+
+    # ConsumeStats with MessageQueue objects as map keys (frame 1021): diff total 1.
+    progress = json.loads(await ok("consumerProgress", "-n", ns, "-g", PROPS_GROUP, "--json"))
+    assert progress["diffTotal"] == 1 and progress["consumeTps"] == 0.0
+    assert {q["queueId"]: (q["brokerOffset"], q["consumerOffset"], q["lastTimestamp"])
+            for q in progress["queues"]} == {0: (0, 0, 0), 1: (1, 1, 1795318960733),
+                                              2: (0, 0, 0), 3: (1, 0, 0)}
+    text = await ok("consumerProgress", "-n", ns, "-g", PROPS_GROUP)
+    assert "Diff Total: 1\n" in text and "Consume TPS: 0.00\n" in text
+
+    conn = json.loads(await ok("consumerConnection", "-n", ns, "-g", IDLE_GROUP, "--json"))
+    assert [c["clientId"] for c in conn["connectionSet"]] == ["192.0.2.2@vec-VecIdleConsumer"]
+    text = await ok("consumerConnection", "-n", ns, "-g", IDLE_GROUP)
+    assert "192.0.2.2@vec-VecIdleConsumer" in text and "127.0.0.1:39306" in text
+    assert "V4_9_7" in text and "ConsumeFromWhere: CONSUME_FROM_FIRST_OFFSET" in text
+
+    # CONSUMER_NOT_ONLINE (frame 1035): one line, exit 1.
+    rc, out, err = await mqadmin("consumerConnection", "-n", ns, "-g", PROPS_GROUP)
+    assert rc == 1 and out == ""
+    assert err == (f"mqadmin consumerConnection: {addr} answered CONSUMER_NOT_ONLINE (206): "
+                   f"{frame(1035)['header']['remark']}\n")
+
+    # ConsumerRunningInfo relayed by the broker (frame 1191): MessageQueue-keyed mqTable.
+    cid = "192.0.2.2@vec-VecIdleConsumer"
+    info = json.loads(await ok("consumerStatus", "-n", ns, "-g", IDLE_GROUP, "--json"))[cid]
+    assert info["properties"]["PROP_CONSUME_TYPE"] == "CONSUME_PASSIVELY"
+    text = await ok("consumerStatus", "-n", ns, "-g", IDLE_GROUP)
+    commits = {int(p[2]): int(p[3]) for p in (ln.split() for ln in text.splitlines())
+               if len(p) == 4 and p[0] == "TestTopic"}
+    assert commits == {0: 11, 1: 10, 2: 9, 3: 10}
+    (fwd,) = broker.requests_of(RequestCode.GET_CONSUMER_RUNNING_INFO)[:1]
+    assert fwd.ext_fields == {"consumerGroup": IDLE_GROUP, "clientId": cid,
+                              "jstackEnable": "false"}
