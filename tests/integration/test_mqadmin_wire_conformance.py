@@ -303,6 +303,14 @@ async def test_topic_message_and_config_commands(
     assert_like_stock(ours, "mqadmin_updateTopic")
     assert f"create topic to {btap} success." in out
 
+    # updateTopic -b without -r/-w: only 17, to that broker, with the stock defaults of
+    # UpdateTopicSubCommand (8 read and 8 write queues; the rest as frame 992).
+    _, ours = await run(wire, "updateTopic", "-b", btap, "-t", "VecAdminTopic")
+    (create,) = ours
+    assert create.key == ("broker", RequestCode.UPDATE_AND_CREATE_TOPIC)
+    assert create.ext == {**stock_requests("mqadmin_updateTopic")[-1].ext,
+                          "readQueueNums": "8", "writeQueueNums": "8"}
+
     out, ours = await run(wire, "topicList")
     assert_like_stock(ours, "mqadmin_topicList")
     assert {TOPIC, "VecAdminTopic", "TBW102"} <= set(out.split())
