@@ -64,6 +64,7 @@ from client.admin.api import MQAdmin
 from protocol import fastjson
 from protocol.codes import CURRENT_VERSION, LanguageCode, MixAll, RequestCode, SerializeType
 from protocol.command import RemotingCommand
+from protocol.errors import TopicNotExistError
 from protocol.headers import UpdateConsumerOffsetRequestHeader
 from protocol.message import (
     create_offset_msg_id,
@@ -279,7 +280,7 @@ async def wait_for_route(namesrv: str, topic: str, timeout: float = 30) -> None:
             try:
                 await admin.topic_route(topic)
                 return
-            except Exception:
+            except TopicNotExistError:
                 if loop.time() > deadline:
                     raise
             await asyncio.sleep(0.05)
