@@ -229,6 +229,21 @@ class MQClientAPI:
             raise self._raise(response, self.remoting.namesrv_addr_chosen)
         return TopicList.decode(response.body).topic_list if response.body else []
 
+    async def get_system_topic_list_from_namesrv(self, timeout: float | None = None
+                                                 ) -> list[str]:
+        """GET_SYSTEM_TOPIC_LIST_FROM_NS: the cluster names and broker names, each a topic
+        that every broker creates (upstream ``getSystemTopicList``, without its second
+        question to a broker for the broker's own system topics).
+
+        Raises:
+            MQBrokerError: the nameserver answered a non-success code.
+        """
+        request = RemotingCommand.create_request(RequestCode.GET_SYSTEM_TOPIC_LIST_FROM_NS)
+        response = await self.remoting.invoke_namesrv(request, self._t(timeout))
+        if response.code != _SUCCESS:
+            raise self._raise(response, self.remoting.namesrv_addr_chosen)
+        return TopicList.decode(response.body).topic_list if response.body else []
+
     # -- send -------------------------------------------------------------------------------
 
     @staticmethod

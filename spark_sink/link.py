@@ -110,9 +110,14 @@ class RocketMQLink:
     # -- metadata ---------------------------------------------------------------------------
 
     async def topic_list(self) -> list[str]:
-        """GET_ALL_TOPIC_LIST_FROM_NAMESERVER, system topics left out."""
-        topics = await self.api.get_topic_list_from_namesrv(self.timeout)
-        return sorted(t for t in topics if not _SYSTEM_TOPIC.search(t))
+        """GET_ALL_TOPIC_LIST_FROM_NAMESERVER, system topics left out: the well-known names,
+        and the cluster and broker names (GET_SYSTEM_TOPIC_LIST_FROM_NS), which are topics
+        too but hold no user messages."""
+        topics, system = await asyncio.gather(
+            self.api.get_topic_list_from_namesrv(self.timeout),
+            self.api.get_system_topic_list_from_namesrv(self.timeout))
+        skip = set(system)
+        return sorted(t for t in topics if t not in skip and not _SYSTEM_TOPIC.search(t))
 
     async def routes(self, topics: Iterable[str]) -> RouteView:
         """Readable queues of ``topics`` (upstream ``topicRouteData2TopicSubscribeInfo``)."""
