@@ -7,10 +7,14 @@ Contract (PySpark Python Data Source API, ``pyspark.sql.datasource``):
   topics' routes up again (new queues join, a vanished broker is reported), reads max
   offsets, applies the read limit (maxOffsetsPerTrigger split by backlog,
   minOffsetsPerTrigger + maxTriggerDelay, the AvailableNow target) and returns the end
-  offsets; ``partitions(start, end)`` cuts ``[start, end)`` per queue (minPartitions);
-  ``commit(end)`` writes the finished offsets to the consumer group when
-  commitOffsetsToGroup is on. With ``assignment=group`` the driver heartbeats as a
-  CONSUME_ACTIVELY member of consumerGroup and takes only its
+  offsets; ``partitions(start, end)`` cuts ``[start, end)`` per queue (minPartitions).
+  With commitOffsetsToGroup the finished offsets go to the consumer group as soon as the
+  reader learns of them: in ``latestOffset(start, ...)``, whose ``start`` is the end of the
+  last finished batch (Spark calls ``commit(end)`` only when it plans the next batch, so
+  the last batch of an AvailableNow run would never be committed), and in ``commit``.
+  Queues of a broker that left the route keep their offsets and are reported once
+  (failOnDataLoss=false) or fail the query naming the broker. With ``assignment=group``
+  the driver heartbeats as a CONSUME_ACTIVELY member of consumerGroup and takes only its
   AllocateMessageQueueAveragely share of the queues, so several queries share a topic.
 * Executor side, ``read(partition)`` opens its own ``BlockingLink``, pulls exactly the
   partition's ``[start, end)`` (no commits, no group membership: replay is exact) and
@@ -210,9 +214,11 @@ class _Planner:
         return out
 
 
-def _report_missing_broker(key: QueueKey, start: int, end: int, fail: bool) -> None:
+def _report_missing_broker(key: QueueKey, start: int, end: int | None, fail: bool) -> None:
+    """``end`` None: the query is at ``start`` and cannot see what the broker holds after it."""
+    what = f"offsets [{start}, {end})" if end is not None else f"messages from offset {start} on"
     msg = (f"queue {key}: broker {key.broker_name} is not in the topic route any more; "
-           f"offsets [{start}, {end}) cannot be read")
+           f"{what} cannot be read")
     if fail:
         raise DataLossError(msg + " (set failOnDataLoss=false to skip them)")
     log.warning("spark.broker_gone", queue=str(key), start=start, end=end)
@@ -229,6 +235,9 @@ class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._latest: Offsets | None = None
         self._last_batch_ms: int | None = None
         self._heartbeating = False
+        self._initial: Offsets | None = None
+        self._committed: Offsets | None = None
+        self._gone: set[QueueKey] = set()  # queues reported as on a vanished broker
 
     # -- queues -----------------------------------------------------------------------------
 
@@ -281,6 +290,7 @@ class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         else:
             offsets = self._planner.starting(view, queues, default=LATEST)
         self._last_batch_ms = _now_ms()
+        self._initial = offsets
         return offsets_to_json(offsets)
 
     def getDefaultReadLimit(self) -> ReadLimit:
@@ -298,6 +308,11 @@ class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
         begin = offsets_from_json(start, "start offset")
         view, queues = self._queues()
+        if begin != self._initial:
+            # ``start`` is where the last finished batch ended. Spark calls commit() for a
+            # batch only once it plans the next one, so the last batch of an AvailableNow
+            # run (or before a quiet spell) would reach the group late or never.
+            self._commit_to_group(view, begin)
         known = [q for q in queues if q in begin]
         new = [q for q in queues if q not in begin]
         _, maxs = self._planner.min_max(view, known) if known else ({}, {})
@@ -308,12 +323,14 @@ class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             latest[q] = maxs[q]
         latest.update(self._new_queue_starts(view, new))
         if self._opts.assignment != "group":
-            # Queues whose broker vanished keep their offsets (reported, not dropped).
+            # Queues whose broker vanished keep their offsets (reported once, not dropped).
             for q, off in begin.items():
                 if q not in latest:
-                    if q.broker_name not in view.broker_addrs:
-                        _report_missing_broker(q, off, off, self._opts.fail_on_data_loss)
+                    if q.broker_name not in view.broker_addrs and q not in self._gone:
+                        _report_missing_broker(q, off, None, self._opts.fail_on_data_loss)
+                        self._gone.add(q)
                     latest[q] = off
+            self._gone.intersection_update(q for q in begin if q not in queues)
         if self._target is not None:
             latest = {q: max(begin.get(q, v), min(v, self._target.get(q, begin.get(q, v))))
                       for q, v in latest.items()}
@@ -347,13 +364,15 @@ class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return read_partition(partition)
 
     def commit(self, end: dict[str, Any]) -> None:
-        if not self._opts.commit_offsets_to_group:
+        self._commit_to_group(self._planner.ensure_view(), offsets_from_json(end, "end offset"))
+
+    def _commit_to_group(self, view: RouteView, offsets: Offsets) -> None:
+        if not self._opts.commit_offsets_to_group or offsets == self._committed:
             return
         group = self._opts.consumer_group
         assert group is not None
-        offsets = offsets_from_json(end, "end offset")
-        view = self._planner.ensure_view()
         self._planner.blocking.call(lambda link: link.commit_offsets(view, group, offsets))
+        self._committed = dict(offsets)
 
     def stop(self) -> None:
         try:
