@@ -54,7 +54,7 @@ from protocol.bodies import (
     build_subscription_data,
 )
 from protocol.codes import MessageConst, MixAll, Perm, PullSysFlag
-from protocol.errors import MQClientError, QueryNotFoundError
+from protocol.errors import MQClientError, QueryNotFoundError, RemotingError
 from protocol.headers import (
     PullMessageRequestHeader,
     QueryConsumerOffsetRequestHeader,
@@ -146,6 +146,26 @@ class RocketMQLink:
 
     async def max_offsets(self, view: RouteView, keys: Sequence[QueueKey]) -> dict[QueueKey, int]:
         return await self._per_queue(view, keys, lambda a, mq: self.api.get_max_offset(a, mq, self.timeout))
+
+    async def max_offsets_reachable(self, view: RouteView, keys: Sequence[QueueKey]
+                                    ) -> tuple[dict[QueueKey, int], dict[str, str]]:
+        """Max offsets of the queues whose broker answers, and ``{broker: error}`` for the
+        brokers that did not (transport errors only). A stopping broker refuses connections
+        before it leaves the route (it unregisters last, as upstream
+        ``BrokerController.shutdown``), so a planner must expect this for a while."""
+        results = await asyncio.gather(
+            *(self.api.get_max_offset(view.broker_addrs[k.broker_name], _mq(k), self.timeout)
+              for k in keys), return_exceptions=True)
+        out: dict[QueueKey, int] = {}
+        failed: dict[str, str] = {}
+        for key, result in zip(keys, results, strict=True):
+            if isinstance(result, RemotingError):
+                failed[key.broker_name] = str(result)
+            elif isinstance(result, BaseException):
+                raise result
+            else:
+                out[key] = result
+        return out, failed
 
     async def min_offsets(self, view: RouteView, keys: Sequence[QueueKey]) -> dict[QueueKey, int]:
         return await self._per_queue(view, keys, lambda a, mq: self.api.get_min_offset(a, mq, self.timeout))

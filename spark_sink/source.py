@@ -13,7 +13,9 @@ Contract (PySpark Python Data Source API, ``pyspark.sql.datasource``):
   last finished batch (Spark calls ``commit(end)`` only when it plans the next batch, so
   the last batch of an AvailableNow run would never be committed), and in ``commit``.
   Queues of a broker that left the route keep their offsets and are reported once
-  (failOnDataLoss=false) or fail the query naming the broker. With ``assignment=group``
+  (failOnDataLoss=false) or fail the query naming the broker; queues of a broker still in
+  the route that does not answer (it is stopping, or hung) stay where they are for that
+  trigger and the broker is logged once (``spark.broker_unreachable``). With ``assignment=group``
   the driver heartbeats as a CONSUME_ACTIVELY member of consumerGroup and takes only its
   AllocateMessageQueueAveragely share of the queues, so several queries share a topic.
 * Executor side, ``read(partition)`` opens its own ``BlockingLink``, pulls exactly the
@@ -52,6 +54,8 @@ from pyspark.sql.streaming.datasource import (
     ReadMinRows,
     SupportsTriggerAvailableNow,
 )
+
+from protocol.errors import RemotingError
 
 from .link import BlockingLink, RocketMQLink, RouteView
 from .offsets import (
@@ -238,6 +242,7 @@ class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._initial: Offsets | None = None
         self._committed: Offsets | None = None
         self._gone: set[QueueKey] = set()  # queues reported as on a vanished broker
+        self._unreachable: set[str] = set()  # brokers in the route that did not answer
 
     # -- queues -----------------------------------------------------------------------------
 
@@ -315,9 +320,14 @@ class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             self._commit_to_group(view, begin)
         known = [q for q in queues if q in begin]
         new = [q for q in queues if q not in begin]
-        _, maxs = self._planner.min_max(view, known) if known else ({}, {})
+        maxs, unreachable = self._planner.blocking.call(
+            lambda link: link.max_offsets_reachable(view, known))
+        self._report_unreachable(unreachable)
         latest: Offsets = {}
         for q in known:
+            if q not in maxs:
+                latest[q] = begin[q]  # its broker did not answer: no progress this trigger
+                continue
             if maxs[q] < begin[q]:
                 _report_max_below(q, begin[q], maxs[q], self._opts.fail_on_data_loss)
             latest[q] = maxs[q]
@@ -339,6 +349,12 @@ class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if end != begin:
             self._last_batch_ms = _now_ms()
         return offsets_to_json(end)
+
+    def _report_unreachable(self, unreachable: dict[str, str]) -> None:
+        """Log each broker once per spell of not answering."""
+        for broker in sorted(unreachable.keys() - self._unreachable):
+            log.warning("spark.broker_unreachable", broker=broker, error=unreachable[broker])
+        self._unreachable = set(unreachable)
 
     def _limit(self, begin: Offsets, latest: Offsets, limit: ReadLimit) -> Offsets:
         if isinstance(limit, ReadAllAvailable):
@@ -371,7 +387,13 @@ class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             return
         group = self._opts.consumer_group
         assert group is not None
-        self._planner.blocking.call(lambda link: link.commit_offsets(view, group, offsets))
+        try:
+            self._planner.blocking.call(lambda link: link.commit_offsets(view, group, offsets))
+        except RemotingError as exc:
+            # The group's offsets are for monitoring; the checkpoint is what the query
+            # restarts from. The next batch commits again (upstream persistConsumerOffset).
+            log.warning("spark.commit_failed", group=group, error=str(exc))
+            return
         self._committed = dict(offsets)
 
     def stop(self) -> None:
