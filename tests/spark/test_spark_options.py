@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import pickle
+import signal
 import subprocess
 import sys
 import threading
@@ -24,6 +26,7 @@ from typing import Any
 import pytest
 import structlog
 from pyspark.errors import StreamingQueryException
+from pyspark.sql.streaming.datasource import ReadAllAvailable
 
 from client.admin.api import MQAdmin
 from client.producer import Producer
@@ -390,6 +393,43 @@ def test_broker_gone_is_logged_and_the_query_goes_on(
         gone_logs = [e for e in logs if e["event"] == "spark.broker_gone"]
         assert sorted(e["queue"] for e in gone_logs) == sorted(
             str(k) for k in after if k.broker_name == "broker-gone-2")
+    finally:
+        reader.stop()
+
+
+def test_unresponsive_broker_in_the_route_holds_its_queues(
+        name_server: str, servers: tuple[ServerProcess, ServerProcess],
+        extra_broker: Callable[..., ServerProcess]) -> None:
+    # A stopping broker refuses connections for a while before it leaves the route; a
+    # SIGSTOPped one stays in the route (its nameserver connection stays open) and never
+    # answers, which makes that state last for the test.
+    topic = "SparkUnresponsive"
+    hung = extra_broker("broker-hung")
+    _two_broker_topic(name_server, servers, hung, topic, 8)
+    opts = parse_source_options({"nameServer": name_server, "topic": topic,
+                                 "startingOffsets": "earliest", "pullTimeoutMs": "1000"},
+                                streaming=True)
+    reader = RocketMQStreamReader(opts)
+    try:
+        start = reader.initialOffset()
+        os.kill(hung.pid, signal.SIGSTOP)
+        try:
+            with structlog.testing.capture_logs() as logs:
+                end = reader.latestOffset(start, ReadAllAvailable())
+                again = reader.latestOffset(start, ReadAllAvailable())
+        finally:
+            os.kill(hung.pid, signal.SIGCONT)
+        assert end == again
+        begin, after = offsets_from_json(start), offsets_from_json(end)
+        assert {k: v for k, v in after.items() if k.broker_name == "broker-hung"} == {
+            k: v for k, v in begin.items() if k.broker_name == "broker-hung"}
+        on_a = [k for k in after if k.broker_name == "broker-a"]
+        with BlockingLink(name_server) as link:
+            view = link.call(lambda lk: lk.routes([topic]))
+            maxs = link.call(lambda lk: lk.max_offsets(view, on_a))
+        assert {k: after[k] for k in on_a} == maxs and sum(maxs.values()) > 0
+        events = [e for e in logs if e["event"] == "spark.broker_unreachable"]
+        assert [e["broker"] for e in events] == ["broker-hung"]
     finally:
         reader.stop()
 
