@@ -576,6 +576,25 @@ class MQAdmin:
             return None
         return GetKVConfigResponseHeader.from_ext_fields(response.ext_fields or {}).value
 
+    async def update_order_conf(self, topic: str, order_conf: str, *, is_cluster: bool) -> str:
+        """Upstream ``createOrUpdateOrderConf``: the ``ORDER_TOPIC_CONFIG`` KV entry of
+        ``topic`` (``brokerName:queueNums;...``). For a cluster it is replaced; for one broker
+        its ``brokerName:n`` pair is merged into what is there. Returns the value written."""
+        value = order_conf
+        if not is_cluster:
+            pairs: dict[str, str] = {}
+            try:
+                old = await self.get_kv_config(MixAll.ORDER_TOPIC_CONFIG_NAMESPACE, topic)
+            except MQBrokerError:
+                old = None
+            for pair in (old or "").split(";"):
+                if pair.strip():
+                    pairs[pair.split(":", 1)[0]] = pair
+            pairs[order_conf.split(":", 1)[0]] = order_conf
+            value = ";".join(pairs.values())
+        await self.put_kv_config(MixAll.ORDER_TOPIC_CONFIG_NAMESPACE, topic, value)
+        return value
+
     async def get_kv_list(self, namespace: str) -> dict[str, str]:
         """GET_KVLIST_BY_NAMESPACE (219); {} when the namespace is empty."""
         response = await self.invoke_namesrv(

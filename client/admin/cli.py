@@ -290,7 +290,23 @@ async def update_topic(admin: MQAdmin, args: argparse.Namespace) -> Output:
         await admin.create_topic(addr, tc)
         done.append(addr)
     text = "".join(f"create topic to {a} success.\n" for a in done) + f"{tc}\n"
-    return Output({"brokers": done, "topicConfig": tc.to_json()}, text)
+    result: dict[str, Any] = {"brokers": done, "topicConfig": tc.to_json()}
+    if tc.order:
+        # Upstream UpdateTopicSubCommand: the nameserver's ORDER_TOPIC_CONFIG entry, which
+        # routes then carry as orderTopicConf (when the nameserver has orderMessageEnable).
+        brokers = await admin.brokers(getattr(args, "clusterName", None) or None)
+        if getattr(args, "brokerAddr", None):
+            names = [b.broker_name for b in brokers if b.addr == args.brokerAddr]
+            conf = f"{names[0] if names else args.brokerAddr}:{tc.write_queue_nums}"
+            value = await admin.update_order_conf(tc.topic_name, conf, is_cluster=False)
+            text += f"set broker orderConf. isOrder=true, orderConf=[{conf}]\n"
+        else:
+            names = sorted({b.broker_name for b in brokers})
+            value = ";".join(f"{n}:{tc.write_queue_nums}" for n in names)
+            await admin.update_order_conf(tc.topic_name, value, is_cluster=True)
+            text += f"set cluster orderConf. isOrder=true, orderConf=[{value}]\n"
+        result["orderConf"] = value
+    return Output(result, text)
 
 
 async def delete_topic(admin: MQAdmin, args: argparse.Namespace) -> Output:

@@ -412,3 +412,21 @@ async def test_send_message_topic_perm_and_namesrv_config(servers: tuple[str, st
     await ok("updateNamesrvConfig", "-n", ns, "-k", "productEnvName", "-v", "admin-test")
     config = await ok("getNamesrvConfig", "-n", ns)
     assert "productEnvName" in config and "admin-test" in config
+
+
+async def test_update_topic_order_writes_the_order_conf(servers: tuple[str, str]) -> None:
+    """-o true: upstream UpdateTopicSubCommand also writes ORDER_TOPIC_CONFIG on the
+    nameserver (cluster: the whole value; broker: its brokerName:n pair merged in)."""
+    ns, broker = servers
+    out = await ok("updateTopic", "-n", ns, "-c", "DefaultCluster", "-t", "AdminOrdered",
+                   "-w", "4", "-r", "4", "-o", "true")
+    assert "set cluster orderConf. isOrder=true, orderConf=[broker-a:4]" in out
+    got = json.loads(await ok("getKvConfig", "-n", ns, "-s", "ORDER_TOPIC_CONFIG",
+                              "-k", "AdminOrdered", "--json"))
+    assert got["table"] == {"AdminOrdered": "broker-a:4"}
+    out = await ok("updateTopic", "-n", ns, "-b", broker, "-t", "AdminOrdered",
+                   "-w", "2", "-r", "2", "-o", "true")
+    assert "set broker orderConf. isOrder=true, orderConf=[broker-a:2]" in out
+    got = json.loads(await ok("getKvConfig", "-n", ns, "-s", "ORDER_TOPIC_CONFIG",
+                              "-k", "AdminOrdered", "--json"))
+    assert got["table"] == {"AdminOrdered": "broker-a:2"}
