@@ -8,6 +8,7 @@ test shows what the server said.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import selectors
@@ -15,6 +16,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 NAMESRV_READY = re.compile(r"The Name Server boot success\. serializeType=\w+ address=(\S+)")
@@ -142,3 +144,22 @@ def broker_process(tmp: Path, namesrv_addr: str, *, name: str = "broker-a",
     argv = [sys.executable, "-m", "server.broker.main", "-n", namesrv_addr, "-c", str(conf_path),
             *extra]
     return ServerProcess(argv, BROKER_READY, home / "broker.log")
+
+
+@contextlib.contextmanager
+def namesrv_and_broker(tmp: Path, *, conf: dict[str, str] | None = None
+                       ) -> Iterator[tuple[ServerProcess, ServerProcess]]:
+    """A nameserver and one broker registered with it, for a module-scoped fixture; both are
+    stopped on exit and their log tails printed (pytest shows them when a test failed)."""
+    ns = namesrv_process(tmp).start()
+    try:
+        br = broker_process(tmp, ns.address, conf=conf).start()
+    except BaseException:
+        ns.stop()
+        raise
+    try:
+        yield ns, br
+    finally:
+        br.stop()
+        ns.stop()
+        print(f"---- broker ----\n{br.log_tail(60)}\n---- namesrv ----\n{ns.log_tail(30)}")

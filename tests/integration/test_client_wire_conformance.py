@@ -78,7 +78,7 @@ from protocol.command import RemotingCommand
 from protocol.errors import MQBrokerError, TopicNotExistError
 from protocol.message import decode_batch, decode_offset_msg_id, decode_properties
 from tests.interop.wiretap import TO_SERVER, TappedFrame, WireTap
-from tests.procs import ServerProcess, broker_process, namesrv_process
+from tests.procs import ServerProcess, namesrv_and_broker
 from tests.replay import ReplayServer
 from tests.vectors import body_bytes, frame, frames_where
 
@@ -94,18 +94,8 @@ REQ_T = "ReqT"  # MixAll.REQ_T of the Java stream-request RPC hook (see module d
 def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ServerProcess, ServerProcess]]:
     """One nameserver + broker for the whole module (each test uses its own topics)."""
     tmp: Path = tmp_path_factory.mktemp("wire")
-    ns = namesrv_process(tmp).start()
-    try:
-        br = broker_process(tmp, ns.address).start()
-    except BaseException:
-        ns.stop()
-        raise
-    try:
-        yield ns, br
-    finally:
-        br.stop()
-        ns.stop()
-        print(f"---- broker ----\n{br.log_tail(60)}\n---- namesrv ----\n{ns.log_tail(30)}")
+    with namesrv_and_broker(tmp) as servers:
+        yield servers
 
 
 class Wire:

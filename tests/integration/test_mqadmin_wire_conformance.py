@@ -73,7 +73,7 @@ from protocol.message import (
     socket_address_to_bytes,
 )
 from tests.interop.wiretap import TO_SERVER, WireTap
-from tests.procs import ServerProcess, broker_process, namesrv_process
+from tests.procs import ServerProcess, namesrv_and_broker
 from tests.replay import ReplayServer
 from tests.vectors import body_bytes, frame, frames_where, load_frames
 
@@ -168,18 +168,8 @@ class AdminTap(WireTap):
 @pytest.fixture(scope="module")
 def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ServerProcess, ServerProcess]]:
     tmp: Path = tmp_path_factory.mktemp("admin_wire")
-    ns = namesrv_process(tmp).start()
-    try:
-        br = broker_process(tmp, ns.address).start()
-    except BaseException:
-        ns.stop()
-        raise
-    try:
-        yield ns, br
-    finally:
-        br.stop()
-        ns.stop()
-        print(f"---- broker ----\n{br.log_tail(60)}\n---- namesrv ----\n{ns.log_tail(30)}")
+    with namesrv_and_broker(tmp) as servers:
+        yield servers
 
 
 @dataclass(slots=True)
