@@ -257,3 +257,16 @@ class LocalFileOffsetStore(OffsetStore):
 
     async def persist(self, mq: MessageQueue) -> None:
         """Upstream persists only in ``persist_all`` for local stores."""
+
+
+async def open_offset_store(group: str, client_id: str, backend: OffsetBackend, *,
+                            broadcasting: bool, local_dir: Path | str | None) -> OffsetStore:
+    """The loaded offset store of a consumer: upstream's consumers keep BROADCASTING offsets
+    in a local file and CLUSTERING offsets on the brokers."""
+    store: OffsetStore
+    if broadcasting:
+        store = LocalFileOffsetStore(group, client_id, local_dir)
+    else:
+        store = RemoteBrokerOffsetStore(group, backend)
+    await store.load()
+    return store

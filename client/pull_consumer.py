@@ -46,12 +46,7 @@ from .allocate import AllocateMessageQueueAveragely, AllocateStrategy
 from .api import PullResult, PullStatus, process_pull_result
 from .config import ClientConfig
 from .instance import FAQ_URL, MQClientInstance, ServiceState, route_to_subscribe_queues
-from .offset_store import (
-    LocalFileOffsetStore,
-    OffsetStore,
-    ReadOffsetType,
-    RemoteBrokerOffsetStore,
-)
+from .offset_store import OffsetStore, ReadOffsetType, open_offset_store
 from .process_queue import ProcessQueue
 from .producer import Validators
 from .rebalance import (
@@ -104,12 +99,10 @@ class _ConsumerBase:
         inst = await MQClientInstance.acquire(self.config)
         self.instance = inst
         try:
-            if self.message_model is MessageModel.BROADCASTING:
-                self.offset_store = LocalFileOffsetStore(self.group, inst.client_id,
-                                                         self.local_offset_dir)
-            else:
-                self.offset_store = RemoteBrokerOffsetStore(self.group, inst)
-            await self.offset_store.load()
+            self.offset_store = await open_offset_store(
+                self.group, inst.client_id, inst,
+                broadcasting=self.message_model is MessageModel.BROADCASTING,
+                local_dir=self.local_offset_dir)
             if not inst.register_consumer(self.group, self):
                 raise MQClientError(f"The consumer group[{self.group}] has been created before, "
                                     f"specify another name please.{FAQ_URL}")

@@ -71,7 +71,7 @@ from .allocate import AllocateMessageQueueAveragely, AllocateStrategy
 from .api import PullResult, PullStatus, process_pull_result
 from .config import ClientConfig
 from .instance import FAQ_URL, MQClientInstance, ServiceState
-from .offset_store import LocalFileOffsetStore, OffsetStore, ReadOffsetType, RemoteBrokerOffsetStore
+from .offset_store import OffsetStore, ReadOffsetType, open_offset_store
 from .process_queue import REBALANCE_LOCK_INTERVAL_MS, ProcessQueue
 from .producer import Producer, Validators
 from .rebalance import (
@@ -339,12 +339,10 @@ class PushConsumer:
             self.rebalance = RebalancePushImpl(self.group, self.message_model,
                                                self.allocate_strategy, inst, self)
             self.rebalance.subscription_inner.update(self._subscriptions)
-            if self.message_model is MessageModel.BROADCASTING:
-                self.offset_store = LocalFileOffsetStore(self.group, inst.client_id,
-                                                         self.local_offset_dir)
-            else:
-                self.offset_store = RemoteBrokerOffsetStore(self.group, inst)
-            await self.offset_store.load()
+            self.offset_store = await open_offset_store(
+                self.group, inst.client_id, inst,
+                broadcasting=self.message_model is MessageModel.BROADCASTING,
+                local_dir=self.local_offset_dir)
             if not inst.register_consumer(self.group, self):
                 raise MQClientError(f"The consumer group[{self.group}] has been created before, "
                                     f"specify another name please.{FAQ_URL}")
