@@ -28,12 +28,8 @@ __all__ = [
     "add_common_arguments",
 ]
 
-_configured = False
-
-
 def configure_logging(fmt: str = "console", level: str = "INFO") -> None:
-    """Configure structlog (and stdlib logging underneath) once for this process."""
-    global _configured
+    """Configure structlog (and stdlib logging underneath) for this process; a later call replaces it."""
     lvl = getattr(logging, level.upper(), logging.INFO)
     logging.basicConfig(stream=sys.stderr, level=lvl, format="%(message)s", force=True)
     renderer: Any
@@ -54,7 +50,6 @@ def configure_logging(fmt: str = "console", level: str = "INFO") -> None:
         logger_factory=_StderrLoggerFactory(),
         cache_logger_on_first_use=True,
     )
-    _configured = True
 
 
 class _StderrLogger:

@@ -9,6 +9,7 @@ the test), and ``127.0.0.1:9876`` in the other commands becomes that nameserver'
 from __future__ import annotations
 
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -72,7 +73,7 @@ def test_the_tour_runs_as_written(tmp_path: Path) -> None:
         for command in others:
             if not python_done and "clusterList" in command:
                 # The tour consumes with the Python block before it inspects the cluster.
-                out = run(f"{sys.executable} -c {_quote(python_block.replace('127.0.0.1:9876', addr))}")
+                out = run(f"{sys.executable} -c {shlex.quote(python_block.replace('127.0.0.1:9876', addr))}")
                 assert "from python" in out and "hello tour" in out, out
                 python_done = True
             local = localize(command, addr, tmp_path)
@@ -99,8 +100,3 @@ def test_the_tour_runs_as_written(tmp_path: Path) -> None:
             print(broker.log_tail(60))
         namesrv.stop()
         print(namesrv.log_tail(30))
-
-
-def _quote(text: str) -> str:
-    import shlex
-    return shlex.quote(text)
