@@ -111,16 +111,6 @@ async def server(held: Held) -> AsyncIterator[RemotingServer]:
         await srv.stop()
 
 
-@pytest.fixture
-async def channel(server: RemotingServer) -> AsyncIterator[Channel]:
-    ch = await Channel.connect("127.0.0.1", server.port, timeout=5)
-    try:
-        yield ch
-    finally:
-        ch.close()
-        await ch.wait_closed()
-
-
 # -- round trips ------------------------------------------------------------------------
 
 

@@ -56,16 +56,6 @@ async def server(gate: Gate) -> AsyncIterator[RemotingServer]:
         await srv.stop()
 
 
-@pytest.fixture
-async def channel(server: RemotingServer) -> AsyncIterator[Channel]:
-    ch = await Channel.connect("127.0.0.1", server.port, timeout=5)
-    try:
-        yield ch
-    finally:
-        ch.close()
-        await ch.wait_closed()
-
-
 async def test_in_flight_handler_is_answered_before_stop(server: RemotingServer, channel: Channel,
                                                          gate: Gate) -> None:
     pending = asyncio.ensure_future(
