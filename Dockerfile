@@ -10,6 +10,7 @@ COPY server ./server
 COPY client ./client
 COPY spark_sink ./spark_sink
 COPY bench ./bench
+COPY aiorocketmq ./aiorocketmq
 COPY examples ./examples
 RUN pip install .
 RUN useradd --create-home --uid 10001 rocketmq && mkdir -p /home/rocketmq/store \

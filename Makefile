@@ -31,15 +31,15 @@ test: venv interop-deps
 	$(VENV)/bin/pytest -q -p no:cacheprovider
 
 lint: venv
-	$(VENV)/bin/ruff check protocol server client spark_sink bench tests examples
+	$(VENV)/bin/ruff check aiorocketmq/__init__.py protocol server client spark_sink bench tests examples
 
 typecheck: venv
-	$(VENV)/bin/mypy protocol server client spark_sink
+	$(VENV)/bin/mypy aiorocketmq examples
 
 bench: venv
-	$(PY) -m bench.codec_bench
-	$(PY) -m bench.channel_bench
-	$(PY) -m bench.mqbench all --embedded
+	$(PY) -m aiorocketmq.bench.codec_bench
+	$(PY) -m aiorocketmq.bench.channel_bench
+	$(PY) -m aiorocketmq.bench.mqbench all --embedded
 
 clean:
 	rm -rf $(VENV) $(INTEROP)/node_modules data

@@ -9,7 +9,7 @@ does no header encoding or decoding at all.
 
 Client and server share one process and one event loop (uvloop when importable, then the
 default loop for comparison). Prints one line per configuration; asserts nothing.
-Run: ``.venv/bin/python -m bench.channel_bench``.
+Run: ``.venv/bin/python -m aiorocketmq.bench.channel_bench``.
 """
 
 # ruff: noqa: ASYNC109
@@ -31,10 +31,10 @@ if __package__ in (None, ""):  # run as a script: make the repo root importable
 
 import structlog
 
-from protocol.channel import Channel
-from protocol.codes import RequestCode
-from protocol.command import RemotingCommand
-from server.remoting import RemotingServer
+from aiorocketmq.protocol.channel import Channel
+from aiorocketmq.protocol.codes import RequestCode
+from aiorocketmq.protocol.command import RemotingCommand
+from aiorocketmq.server.remoting import RemotingServer
 from tests.vectors import frame_bytes, frames_where
 
 try:

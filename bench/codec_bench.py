@@ -5,7 +5,7 @@
   11-message pull body) repeated until there are 32; each stored record carries its own
   length, so repeating whole records keeps the body well formed.
 
-Prints one line per case; asserts nothing. Run: ``.venv/bin/python -m bench.codec_bench``.
+Prints one line per case; asserts nothing. Run: ``.venv/bin/python -m aiorocketmq.bench.codec_bench``.
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a script: make the repo root importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from protocol.codes import RequestCode, SerializeType
-from protocol.command import RemotingCommand
-from protocol.frame import FrameDecoder
+from aiorocketmq.protocol.codes import RequestCode, SerializeType
+from aiorocketmq.protocol.command import RemotingCommand
+from aiorocketmq.protocol.frame import FrameDecoder
 from tests.vectors import body_bytes, frame_bytes, frames_where
 
 _INT = struct.Struct(">i")

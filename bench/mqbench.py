@@ -50,7 +50,7 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script: make the repo root importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from client import (
+from aiorocketmq.client import (
     ConsumeConcurrentlyStatus,
     ConsumeFromWhere,
     Message,
@@ -58,10 +58,10 @@ from client import (
     Producer,
     PushConsumer,
 )
-from protocol.codes import PullSysFlag
-from protocol.errors import MQBrokerError
-from protocol.headers import PullMessageRequestHeader
-from server.runtime import configure_logging, install_uvloop
+from aiorocketmq.protocol.codes import PullSysFlag
+from aiorocketmq.protocol.errors import MQBrokerError
+from aiorocketmq.protocol.headers import PullMessageRequestHeader
+from aiorocketmq.server.runtime import configure_logging, install_uvloop
 
 __all__ = ["main", "Stats", "run_producer", "run_consumer", "run_longpoll", "EmbeddedCluster"]
 
@@ -477,7 +477,7 @@ class EmbeddedCluster:
     def start(self) -> EmbeddedCluster:
         py = sys.executable
         _, self.namesrv_addr = self._spawn(
-            [py, "-m", "server.namesrv.main", "--port", "0", "--log-level", "WARNING",
+            [py, "-m", "aiorocketmq.server.namesrv.main", "--port", "0", "--log-level", "WARNING",
              "--kv-path", str(self.dir / "namesrv" / "kvConfig.json")],
             _NAMESRV_READY, "namesrv.log")
         conf = {
@@ -489,7 +489,7 @@ class EmbeddedCluster:
         conf_path = self.dir / "broker.conf"
         conf_path.write_text("".join(f"{k}={v}\n" for k, v in conf.items()))
         broker, self.broker_addr = self._spawn(
-            [py, "-m", "server.broker.main", "-n", self.namesrv_addr, "-c", str(conf_path),
+            [py, "-m", "aiorocketmq.server.broker.main", "-n", self.namesrv_addr, "-c", str(conf_path),
              "--log-level", "WARNING"], _BROKER_READY, "broker.log")
         self.broker_pid = broker.pid
         print(f"embedded nameserver {self.namesrv_addr} (pid {self.procs[0].pid}), broker "

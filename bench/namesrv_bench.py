@@ -11,7 +11,7 @@ seconds after a short warm-up. Every answer is checked to be SUCCESS with a body
 The client runs in this process on uvloop, the server in its own process, so on a small
 machine the figure is bounded by whichever of the two saturates its core first; the
 client's share is reported (CPU seconds per request) to show which.
-Run: ``.venv/bin/python -m bench.namesrv_bench``. Prints; asserts nothing.
+Run: ``.venv/bin/python -m aiorocketmq.bench.namesrv_bench``. Prints; asserts nothing.
 """
 
 # ruff: noqa: ASYNC109
@@ -36,15 +36,15 @@ if __package__ in (None, ""):  # run as a script: make the repo root importable
 
 import structlog
 
-from protocol.bodies import (
+from aiorocketmq.protocol.bodies import (
     DataVersion,
     RegisterBrokerBody,
     TopicConfig,
     TopicConfigSerializeWrapper,
 )
-from protocol.channel import Channel
-from protocol.codes import RequestCode, ResponseCode
-from protocol.command import RemotingCommand
+from aiorocketmq.protocol.channel import Channel
+from aiorocketmq.protocol.codes import RequestCode, ResponseCode
+from aiorocketmq.protocol.command import RemotingCommand
 
 READY = re.compile(r"The Name Server boot success\. serializeType=\w+ address=(\S+)")
 REPO = Path(__file__).resolve().parents[1]
@@ -52,7 +52,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 def start_namesrv(workdir: Path) -> tuple[subprocess.Popen[str], str]:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "server.namesrv.main", "--port", "0", "--kv-path",
+        [sys.executable, "-m", "aiorocketmq.server.namesrv.main", "--port", "0", "--kv-path",
          str(workdir / "kvConfig.json"), "--log-level", "WARNING"],
         cwd=str(REPO), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
         env={**os.environ, "PYTHONUNBUFFERED": "1"})

@@ -6,7 +6,7 @@ Starts a nameserver and a broker on 127.0.0.1 (or uses ``--name-server``), produ
 then times ``spark.read.format(...).load().write.format("noop")`` for both sources on a
 ``local[2]`` session. Prints one line per source.
 
-Run: ``python -m bench.spark_source_bench --messages 1000000``
+Run: ``python -m aiorocketmq.bench.spark_source_bench --messages 1000000``
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ from typing import Any
 
 
 def _produce(name_server: str, topic: str, n: int, size: int, batch: int) -> float:
-    from client.producer import Producer
-    from protocol.message import Message
+    from aiorocketmq.client.producer import Producer
+    from aiorocketmq.protocol.message import Message
 
     async def run() -> None:
         producer = Producer("bench-spark-producer", name_server)
@@ -49,7 +49,7 @@ def _memory_source(n: int, size: int, partitions: int) -> Any:
     import pyarrow as pa
     from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
-    from spark_sink.rows import arrow_schema, source_schema
+    from aiorocketmq.spark_sink.rows import arrow_schema, source_schema
 
     class Part(InputPartition):
         def __init__(self, start: int, end: int) -> None:
@@ -125,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
 
         from pyspark.sql import SparkSession
 
-        from spark_sink import register
+        from aiorocketmq.spark_sink import register
 
         spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
                  .getOrCreate())

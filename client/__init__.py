@@ -5,8 +5,8 @@ is internal unless listed here. See ``client.producer`` and ``client.push_consum
 for the behaviour each class reproduces from the Java client.
 """
 
-from protocol.bodies import MessageQueue
-from protocol.message import Message, MessageExt
+from aiorocketmq.protocol.bodies import MessageQueue
+from aiorocketmq.protocol.message import Message, MessageExt
 
 from .allocate import (
     AllocateMessageQueueAveragely,

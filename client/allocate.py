@@ -20,7 +20,7 @@ from typing import Protocol, TypeVar
 
 import structlog
 
-from protocol.errors import MQClientError
+from aiorocketmq.protocol.errors import MQClientError
 
 __all__ = [
     "QueueLike",

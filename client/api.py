@@ -30,7 +30,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from protocol.bodies import (
+from aiorocketmq.protocol.bodies import (
     ConsumerListBody,
     HeartbeatData,
     LockBatchRequestBody,
@@ -41,11 +41,11 @@ from protocol.bodies import (
     TopicRouteData,
     UnlockBatchRequestBody,
 )
-from protocol.channel import ResponseFuture
-from protocol.codes import MessageConst, MixAll, RequestCode, ResponseCode
-from protocol.command import RemotingCommand
-from protocol.errors import MQBrokerError
-from protocol.headers import (
+from aiorocketmq.protocol.channel import ResponseFuture
+from aiorocketmq.protocol.codes import MessageConst, MixAll, RequestCode, ResponseCode
+from aiorocketmq.protocol.command import RemotingCommand
+from aiorocketmq.protocol.errors import MQBrokerError
+from aiorocketmq.protocol.headers import (
     ConsumerSendMsgBackRequestHeader,
     EndTransactionRequestHeader,
     GetConsumerListByGroupRequestHeader,
@@ -69,7 +69,7 @@ from protocol.headers import (
     UpdateConsumerOffsetRequestHeader,
     ViewMessageRequestHeader,
 )
-from protocol.message import Message, MessageExt, decode_messages
+from aiorocketmq.protocol.message import Message, MessageExt, decode_messages
 
 from .config import ClientConfig
 from .remoting import RemotingClient

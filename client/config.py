@@ -29,8 +29,8 @@ import re
 import socket
 import time
 
-from protocol.codes import LanguageCode, MixAll, SerializeType, SystemTopic
-from protocol.errors import MQClientError
+from aiorocketmq.protocol.codes import LanguageCode, MixAll, SerializeType, SystemTopic
+from aiorocketmq.protocol.errors import MQClientError
 
 __all__ = [
     "ClientConfig",

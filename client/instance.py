@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 import structlog
 
-from protocol.bodies import (
+from aiorocketmq.protocol.bodies import (
     ConsumeMessageDirectlyResult,
     ConsumerData,
     ConsumerRunningInfo,
@@ -57,11 +57,11 @@ from protocol.bodies import (
     SubscriptionData,
     TopicRouteData,
 )
-from protocol.channel import Channel
-from protocol.codes import CURRENT_VERSION, MixAll, Perm, RequestCode, ResponseCode
-from protocol.command import RemotingCommand
-from protocol.errors import MQClientError
-from protocol.headers import (
+from aiorocketmq.protocol.channel import Channel
+from aiorocketmq.protocol.codes import CURRENT_VERSION, MixAll, Perm, RequestCode, ResponseCode
+from aiorocketmq.protocol.command import RemotingCommand
+from aiorocketmq.protocol.errors import MQClientError
+from aiorocketmq.protocol.headers import (
     CheckTransactionStateRequestHeader,
     ConsumeMessageDirectlyResultRequestHeader,
     GetConsumerRunningInfoRequestHeader,
@@ -71,7 +71,7 @@ from protocol.headers import (
     ResetOffsetRequestHeader,
     UpdateConsumerOffsetRequestHeader,
 )
-from protocol.message import MessageExt, decode_message
+from aiorocketmq.protocol.message import MessageExt, decode_message
 
 from .api import MQClientAPI
 from .config import ClientConfig

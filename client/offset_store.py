@@ -32,9 +32,9 @@ from typing import Protocol
 
 import structlog
 
-from protocol import fastjson
-from protocol.bodies import MessageQueue
-from protocol.errors import MQBrokerError, MQClientError, ProtocolError
+from aiorocketmq.protocol import fastjson
+from aiorocketmq.protocol.bodies import MessageQueue
+from aiorocketmq.protocol.errors import MQBrokerError, MQClientError, ProtocolError
 
 from .atomic_file import write_file_atomic
 

@@ -21,9 +21,9 @@ import time
 from bisect import bisect_left, insort
 from collections.abc import Callable, Iterable
 
-from protocol.bodies import ProcessQueueInfo
-from protocol.codes import MessageConst
-from protocol.message import MessageExt
+from aiorocketmq.protocol.bodies import ProcessQueueInfo
+from aiorocketmq.protocol.codes import MessageConst
+from aiorocketmq.protocol.message import MessageExt
 
 __all__ = [
     "ProcessQueue",

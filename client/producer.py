@@ -40,17 +40,26 @@ from typing import Any, Protocol, cast
 
 import structlog
 
-from protocol.bodies import MessageQueue, TopicRouteData
-from protocol.codes import MessageConst, MessageSysFlag, MixAll, ResponseCode, SystemTopic
-from protocol.errors import (
+from aiorocketmq.protocol.bodies import MessageQueue, TopicRouteData
+from aiorocketmq.protocol.codes import (
+    MessageConst,
+    MessageSysFlag,
+    MixAll,
+    ResponseCode,
+    SystemTopic,
+)
+from aiorocketmq.protocol.errors import (
     MQBrokerError,
     MQClientError,
     RemotingError,
     RemotingTimeoutError,
 )
-from protocol.headers import CheckTransactionStateRequestHeader, SendMessageRequestHeaderV2
-from protocol.javautil import java_string_hash
-from protocol.message import (
+from aiorocketmq.protocol.headers import (
+    CheckTransactionStateRequestHeader,
+    SendMessageRequestHeaderV2,
+)
+from aiorocketmq.protocol.javautil import java_string_hash
+from aiorocketmq.protocol.message import (
     Message,
     MessageExt,
     UniqIdGenerator,

@@ -29,7 +29,7 @@ from collections.abc import Iterable
 
 import structlog
 
-from protocol.bodies import (
+from aiorocketmq.protocol.bodies import (
     ConsumeMessageDirectlyResult,
     ConsumerRunningInfo,
     MessageQueue,
@@ -37,10 +37,13 @@ from protocol.bodies import (
     TopicRouteData,
     build_subscription_data,
 )
-from protocol.codes import MixAll, PullSysFlag
-from protocol.errors import MQClientError
-from protocol.headers import CheckTransactionStateRequestHeader, PullMessageRequestHeader
-from protocol.message import MessageExt
+from aiorocketmq.protocol.codes import MixAll, PullSysFlag
+from aiorocketmq.protocol.errors import MQClientError
+from aiorocketmq.protocol.headers import (
+    CheckTransactionStateRequestHeader,
+    PullMessageRequestHeader,
+)
+from aiorocketmq.protocol.message import MessageExt
 
 from .allocate import AllocateMessageQueueAveragely, AllocateStrategy
 from .api import PullResult, PullStatus, process_pull_result

@@ -53,7 +53,7 @@ from typing import Any
 
 import structlog
 
-from protocol.bodies import (
+from aiorocketmq.protocol.bodies import (
     ConsumeMessageDirectlyResult,
     ConsumerRunningInfo,
     ConsumeStatus,
@@ -62,10 +62,13 @@ from protocol.bodies import (
     TopicRouteData,
     build_subscription_data,
 )
-from protocol.codes import MessageConst, MixAll, PullSysFlag, ResponseCode
-from protocol.errors import MQBrokerError, MQClientError
-from protocol.headers import CheckTransactionStateRequestHeader, PullMessageRequestHeader
-from protocol.message import Message, MessageExt
+from aiorocketmq.protocol.codes import MessageConst, MixAll, PullSysFlag, ResponseCode
+from aiorocketmq.protocol.errors import MQBrokerError, MQClientError
+from aiorocketmq.protocol.headers import (
+    CheckTransactionStateRequestHeader,
+    PullMessageRequestHeader,
+)
+from aiorocketmq.protocol.message import Message, MessageExt
 
 from .allocate import AllocateMessageQueueAveragely, AllocateStrategy
 from .api import PullResult, PullStatus, process_pull_result

@@ -32,14 +32,14 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import structlog
 
-from protocol.bodies import (
+from aiorocketmq.protocol.bodies import (
     LockBatchRequestBody,
     MessageQueue,
     SubscriptionData,
     UnlockBatchRequestBody,
 )
-from protocol.codes import MixAll
-from protocol.errors import MQClientError
+from aiorocketmq.protocol.codes import MixAll
+from aiorocketmq.protocol.errors import MQClientError
 
 from .allocate import AllocateStrategy, sort_cids, sort_queues
 from .offset_store import OffsetStore, ReadOffsetType

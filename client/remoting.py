@@ -28,7 +28,7 @@ from collections.abc import Callable, Mapping
 
 import structlog
 
-from protocol.channel import (
+from aiorocketmq.protocol.channel import (
     CLIENT_ASYNC_PERMITS,
     CLIENT_ONEWAY_PERMITS,
     DEFAULT_IDLE_TIMEOUT,
@@ -38,15 +38,15 @@ from protocol.channel import (
     InvokeCallback,
     Permits,
 )
-from protocol.codes import SerializeType
-from protocol.command import RemotingCommand
-from protocol.errors import (
+from aiorocketmq.protocol.codes import SerializeType
+from aiorocketmq.protocol.command import RemotingCommand
+from aiorocketmq.protocol.errors import (
     ConnectionClosedError,
     MQClientError,
     RemotingConnectError,
     RemotingTimeoutError,
 )
-from protocol.frame import DEFAULT_MAX_FRAME_LENGTH
+from aiorocketmq.protocol.frame import DEFAULT_MAX_FRAME_LENGTH
 
 __all__ = ["RemotingClient", "parse_namesrv_addr"]
 

@@ -43,12 +43,23 @@ from typing import Any
 
 import structlog
 
-from protocol.channel import Channel
-from protocol.codes import MessageConst, MessageSysFlag, MixAll, RequestCode, ResponseCode
-from protocol.command import RemotingCommand
-from protocol.errors import MQBrokerError, MQClientError, RequestTimeoutError, RocketMQError
-from protocol.headers import ReplyMessageRequestHeader, SendMessageRequestHeaderV2
-from protocol.message import (
+from aiorocketmq.protocol.channel import Channel
+from aiorocketmq.protocol.codes import (
+    MessageConst,
+    MessageSysFlag,
+    MixAll,
+    RequestCode,
+    ResponseCode,
+)
+from aiorocketmq.protocol.command import RemotingCommand
+from aiorocketmq.protocol.errors import (
+    MQBrokerError,
+    MQClientError,
+    RequestTimeoutError,
+    RocketMQError,
+)
+from aiorocketmq.protocol.headers import ReplyMessageRequestHeader, SendMessageRequestHeaderV2
+from aiorocketmq.protocol.message import (
     Message,
     MessageExt,
     decode_properties,

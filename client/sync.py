@@ -26,9 +26,9 @@ import threading
 from collections.abc import Awaitable, Coroutine, Iterable
 from typing import Any, ClassVar, Self, TypeVar
 
-from protocol.bodies import MessageQueue
-from protocol.errors import MQClientError
-from protocol.message import Message, MessageExt
+from aiorocketmq.protocol.bodies import MessageQueue
+from aiorocketmq.protocol.errors import MQClientError
+from aiorocketmq.protocol.message import Message, MessageExt
 
 from .api import PullResult, SendResult
 from .producer import Producer

@@ -42,10 +42,13 @@ from typing import Any
 
 import structlog
 
-from protocol.codes import MessageConst, MessageSysFlag
-from protocol.errors import MQClientError, RocketMQError
-from protocol.headers import CheckTransactionStateRequestHeader, EndTransactionRequestHeader
-from protocol.message import Message, MessageExt, decode_offset_msg_id
+from aiorocketmq.protocol.codes import MessageConst, MessageSysFlag
+from aiorocketmq.protocol.errors import MQClientError, RocketMQError
+from aiorocketmq.protocol.headers import (
+    CheckTransactionStateRequestHeader,
+    EndTransactionRequestHeader,
+)
+from aiorocketmq.protocol.message import Message, MessageExt, decode_offset_msg_id
 
 from .api import SendResult, SendStatus
 from .producer import Producer

@@ -17,7 +17,7 @@ import sys
 import time
 from pathlib import Path
 
-from client import (
+from aiorocketmq.client import (
     ConsumeConcurrentlyStatus,
     ConsumeFromWhere,
     Message,
@@ -25,11 +25,11 @@ from client import (
     PushConsumer,
     SelectMessageQueueByHash,
 )
-from server.broker.config import load_broker_configs
-from server.broker.controller import BrokerController
-from server.namesrv.config import NamesrvConfig
-from server.namesrv.controller import NamesrvController
-from server.runtime import configure_logging, install_uvloop
+from aiorocketmq.server.broker.config import load_broker_configs
+from aiorocketmq.server.broker.controller import BrokerController
+from aiorocketmq.server.namesrv.config import NamesrvConfig
+from aiorocketmq.server.namesrv.controller import NamesrvController
+from aiorocketmq.server.runtime import configure_logging, install_uvloop
 
 TOPIC = "QuickstartTopic"
 

@@ -39,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
     from pyspark.sql import SparkSession
     from pyspark.sql import functions as F
 
-    from spark_sink import register
+    from aiorocketmq.spark_sink import register
 
     spark = (SparkSession.builder.master(args.master).appName("rocketmq-pipeline")
              .config("spark.sql.shuffle.partitions", "4").getOrCreate())

@@ -34,7 +34,7 @@ from collections.abc import Callable, Mapping
 
 import structlog
 
-from protocol.channel import (
+from aiorocketmq.protocol.channel import (
     DEFAULT_IDLE_TIMEOUT,
     SCAN_INTERVAL,
     SERVER_ASYNC_PERMITS,
@@ -44,9 +44,9 @@ from protocol.channel import (
     Permits,
     RequestObserver,
 )
-from protocol.command import RemotingCommand
-from protocol.errors import MQClientError
-from protocol.frame import DEFAULT_MAX_FRAME_LENGTH
+from aiorocketmq.protocol.command import RemotingCommand
+from aiorocketmq.protocol.errors import MQClientError
+from aiorocketmq.protocol.frame import DEFAULT_MAX_FRAME_LENGTH
 
 __all__ = ["RemotingServer"]
 

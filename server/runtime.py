@@ -84,7 +84,7 @@ def install_uvloop() -> bool:
 
 def read_properties_file(path: str | Path) -> dict[str, str]:
     """Parse an upstream-style properties file (``key=value`` lines, ``#`` comments)."""
-    from protocol.bodies import string_to_properties
+    from aiorocketmq.protocol.bodies import string_to_properties
 
     text = Path(path).read_text(encoding="utf-8")
     return string_to_properties(text)

@@ -2,7 +2,7 @@
 
 Usage::
 
-    from spark_sink import register
+    from aiorocketmq.spark_sink import register
     register(spark)   # format "rocketmq" for read, readStream, write and writeStream
 
 Source options (Spark Kafka source names where the concept is the same):

@@ -41,26 +41,26 @@ from typing import TypeVar
 
 import structlog
 
-from client.allocate import AllocateMessageQueueAveragely, sort_cids, sort_queues
-from client.api import MQClientAPI, PullStatus
-from client.config import ClientConfig
-from client.remoting import RemotingClient
-from client.sync import LoopThread
-from protocol.bodies import (
+from aiorocketmq.client.allocate import AllocateMessageQueueAveragely, sort_cids, sort_queues
+from aiorocketmq.client.api import MQClientAPI, PullStatus
+from aiorocketmq.client.config import ClientConfig
+from aiorocketmq.client.remoting import RemotingClient
+from aiorocketmq.client.sync import LoopThread
+from aiorocketmq.protocol.bodies import (
     ConsumerData,
     HeartbeatData,
     MessageQueue,
     SubscriptionData,
     build_subscription_data,
 )
-from protocol.codes import MessageConst, MixAll, Perm, PullSysFlag
-from protocol.errors import MQClientError, QueryNotFoundError, RemotingError
-from protocol.headers import (
+from aiorocketmq.protocol.codes import MessageConst, MixAll, Perm, PullSysFlag
+from aiorocketmq.protocol.errors import MQClientError, QueryNotFoundError, RemotingError
+from aiorocketmq.protocol.headers import (
     PullMessageRequestHeader,
     QueryConsumerOffsetRequestHeader,
     UpdateConsumerOffsetRequestHeader,
 )
-from protocol.message import MessageExt
+from aiorocketmq.protocol.message import MessageExt
 
 from .offsets import DataLossError, QueueKey
 

@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple
 
-from protocol.errors import MQClientError, RocketMQError
+from aiorocketmq.protocol.errors import MQClientError, RocketMQError
 
 __all__ = [
     "QueueKey",

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from protocol.errors import MQClientError
+from aiorocketmq.protocol.errors import MQClientError
 
 from .offsets import OffsetSpec, parse_offset_spec
 

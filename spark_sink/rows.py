@@ -23,8 +23,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from protocol.codes import MessageConst
-from protocol.message import MessageExt
+from aiorocketmq.protocol.codes import MessageConst
+from aiorocketmq.protocol.message import MessageExt
 
 if TYPE_CHECKING:
     import pyarrow as pa

@@ -30,10 +30,10 @@ from typing import TYPE_CHECKING, Any
 import structlog
 from pyspark.sql.datasource import DataSourceStreamWriter, DataSourceWriter, WriterCommitMessage
 
-from client.producer import Producer
-from client.sync import LoopThread
-from protocol.bodies import MessageQueue
-from protocol.message import Message
+from aiorocketmq.client.producer import Producer
+from aiorocketmq.client.sync import LoopThread
+from aiorocketmq.protocol.bodies import MessageQueue
+from aiorocketmq.protocol.message import Message
 
 from .options import SinkOptions
 from .sink_mapping import (

@@ -30,9 +30,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from protocol.codes import MessageConst
-from protocol.errors import MQClientError
-from protocol.message import Message
+from aiorocketmq.protocol.codes import MessageConst
+from aiorocketmq.protocol.errors import MQClientError
+from aiorocketmq.protocol.message import Message
 
 __all__ = [
     "SinkColumns",

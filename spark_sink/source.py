@@ -55,7 +55,7 @@ from pyspark.sql.streaming.datasource import (
     SupportsTriggerAvailableNow,
 )
 
-from protocol.errors import RemotingError
+from aiorocketmq.protocol.errors import RemotingError
 
 from .link import BlockingLink, RocketMQLink, RouteView
 from .offsets import (

@@ -117,7 +117,7 @@ class ServerProcess:
 
 
 def namesrv_process(tmp: Path, *extra: str, name: str = "namesrv") -> ServerProcess:
-    argv = [sys.executable, "-m", "server.namesrv.main", "--port", "0",
+    argv = [sys.executable, "-m", "aiorocketmq.server.namesrv.main", "--port", "0",
             "--kv-path", str(tmp / name / "kvConfig.json"), *extra]
     return ServerProcess(argv, NAMESRV_READY, tmp / name / "namesrv.log")
 
@@ -141,7 +141,7 @@ def broker_process(tmp: Path, namesrv_addr: str, *, name: str = "broker-a",
     settings.update(conf or {})
     conf_path = home / "broker.conf"
     conf_path.write_text("".join(f"{k}={v}\n" for k, v in settings.items()))
-    argv = [sys.executable, "-m", "server.broker.main", "-n", namesrv_addr, "-c", str(conf_path),
+    argv = [sys.executable, "-m", "aiorocketmq.server.broker.main", "-n", namesrv_addr, "-c", str(conf_path),
             *extra]
     return ServerProcess(argv, BROKER_READY, home / "broker.log")
 

@@ -2,7 +2,7 @@
 
 ``ReplayServer(answers)`` listens on port 0. For every request a client sends, it calls
 ``answers[code](request)``, which names the captured frame (an id of
-``../shared/vectors/frames.jsonl``) to answer with, or returns ``None`` to hold the
+``tests/data/vectors/frames.jsonl``) to answer with, or returns ``None`` to hold the
 request unanswered (as a broker holds a long-polling pull); codes without an entry and
 oneway requests get no answer. The captured frame goes back byte for byte except:
 
@@ -26,8 +26,8 @@ import re
 import struct
 from collections.abc import Callable, Mapping
 
-from protocol.command import RemotingCommand
-from protocol.frame import FrameDecoder
+from aiorocketmq.protocol.command import RemotingCommand
+from aiorocketmq.protocol.frame import FrameDecoder
 from tests.vectors import frame_bytes
 
 __all__ = ["ReplayServer", "with_opaque"]

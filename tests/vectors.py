@@ -1,7 +1,8 @@
-"""Access to the captured Apache RocketMQ 4.9.7 wire vectors in ``../shared/vectors``.
+"""Access to the captured Apache RocketMQ 4.9.7 wire vectors in ``tests/data/vectors``.
 
-The vectors are read in place (never copied into this repository). ``VECTORS_DIR`` is
-``<repo>/../shared/vectors``; ``AIOROCKETMQ_VECTORS`` overrides it.
+The vectors were captured between stock 4.9.7 Java processes (README.md there says how)
+and are kept in the repository as test data, so a fresh clone passes on its own.
+``AIOROCKETMQ_VECTORS`` points the suite at another copy.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-VECTORS_DIR = Path(os.environ.get("AIOROCKETMQ_VECTORS", REPO_ROOT.parent / "shared" / "vectors"))
+VECTORS_DIR = Path(os.environ.get("AIOROCKETMQ_VECTORS", REPO_ROOT / "tests" / "data" / "vectors"))
 
 
 @functools.cache

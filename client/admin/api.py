@@ -31,10 +31,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from client.api import MQClientAPI, PullResult, SendResult
-from client.config import ClientConfig
-from client.remoting import RemotingClient, parse_namesrv_addr
-from protocol.bodies import (
+from aiorocketmq.client.api import MQClientAPI, PullResult, SendResult
+from aiorocketmq.client.config import ClientConfig
+from aiorocketmq.client.remoting import RemotingClient, parse_namesrv_addr
+from aiorocketmq.protocol.bodies import (
     ClusterInfo,
     ConsumerConnection,
     ConsumerRunningInfo,
@@ -55,7 +55,7 @@ from protocol.bodies import (
     properties_to_string,
     string_to_properties,
 )
-from protocol.codes import (
+from aiorocketmq.protocol.codes import (
     MixAll,
     PullSysFlag,
     RequestCode,
@@ -63,9 +63,9 @@ from protocol.codes import (
     SerializeType,
     SystemTopic,
 )
-from protocol.command import RemotingCommand
-from protocol.errors import MQBrokerError, MQClientError, TopicNotExistError
-from protocol.headers import (
+from aiorocketmq.protocol.command import RemotingCommand
+from aiorocketmq.protocol.errors import MQBrokerError, MQClientError, TopicNotExistError
+from aiorocketmq.protocol.headers import (
     CloneGroupOffsetRequestHeader,
     CommandHeader,
     CreateTopicRequestHeader,
@@ -88,7 +88,7 @@ from protocol.headers import (
     QueryTopicConsumeByWhoRequestHeader,
     ResetOffsetRequestHeader,
 )
-from protocol.message import (
+from aiorocketmq.protocol.message import (
     Message,
     MessageDecodeError,
     MessageExt,
@@ -532,7 +532,7 @@ class MQAdmin:
         """Send one message as upstream ``SendMessageCommand`` does: through a producer whose
         group is the current time in ms, so an unknown topic is auto-created through TBW102
         when the broker allows it; ``broker_name`` + ``queue_id`` pick the queue."""
-        from client.producer import Producer  # the admin API needs a producer only here
+        from aiorocketmq.client.producer import Producer  # the admin API needs a producer only here
 
         producer = Producer(producer_group or str(_now_ms()), config=self.config,
                             send_msg_timeout_ms=max(1, int(self.timeout * 1000)))

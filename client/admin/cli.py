@@ -26,7 +26,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
-from protocol.bodies import (
+from aiorocketmq.protocol.bodies import (
     ClusterInfo,
     ConsumerConnection,
     ConsumeStats,
@@ -35,16 +35,16 @@ from protocol.bodies import (
     TopicConfig,
     TopicStatsTable,
 )
-from protocol.codes import MixAll, MQVersion, Perm, ResponseCode
-from protocol.errors import (
+from aiorocketmq.protocol.codes import MixAll, MQVersion, Perm, ResponseCode
+from aiorocketmq.protocol.errors import (
     MQBrokerError,
     MQClientError,
     ProtocolError,
     RemotingError,
     RocketMQError,
 )
-from protocol.message import MessageExt
-from server.runtime import configure_logging
+from aiorocketmq.protocol.message import MessageExt
+from aiorocketmq.server.runtime import configure_logging
 
 from .api import MQAdmin
 

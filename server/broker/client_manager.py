@@ -27,11 +27,11 @@ from typing import Any
 
 import structlog
 
-from protocol.channel import Channel
-from protocol.codes import RequestCode
-from protocol.command import RemotingCommand
-from protocol.errors import RemotingError
-from protocol.headers import NotifyConsumerIdsChangedRequestHeader
+from aiorocketmq.protocol.channel import Channel
+from aiorocketmq.protocol.codes import RequestCode
+from aiorocketmq.protocol.command import RemotingCommand
+from aiorocketmq.protocol.errors import RemotingError
+from aiorocketmq.protocol.headers import NotifyConsumerIdsChangedRequestHeader
 
 __all__ = [
     "ClientChannelInfo",

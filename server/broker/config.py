@@ -23,8 +23,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from protocol.codes import Perm, SystemTopic
-from server.store.config import MessageStoreConfig, parse_property_value
+from aiorocketmq.protocol.codes import Perm, SystemTopic
+from aiorocketmq.server.store.config import MessageStoreConfig, parse_property_value
 
 __all__ = ["BrokerConfig", "STORE_KEYS", "load_broker_configs", "snake_to_camel",
            "store_config_to_properties"]

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import structlog
 
-from client.atomic_file import write_file_atomic
+from aiorocketmq.client.atomic_file import write_file_atomic
 
 __all__ = ["ConfigManager", "write_file_atomic"]
 

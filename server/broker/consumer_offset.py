@@ -14,7 +14,7 @@ from pathlib import Path
 
 import structlog
 
-from protocol.bodies import ConsumerOffsetSerializeWrapper
+from aiorocketmq.protocol.bodies import ConsumerOffsetSerializeWrapper
 
 from .config_manager import ConfigManager
 

@@ -28,13 +28,13 @@ from pathlib import Path
 
 import structlog
 
-from protocol.channel import Channel
-from protocol.codes import ResponseCode
-from protocol.command import RemotingCommand
-from server.metrics import BrokerMetrics
-from server.remoting import RemotingServer
-from server.store.config import MessageStoreConfig
-from server.store.message_store import MessageStore
+from aiorocketmq.protocol.channel import Channel
+from aiorocketmq.protocol.codes import ResponseCode
+from aiorocketmq.protocol.command import RemotingCommand
+from aiorocketmq.server.metrics import BrokerMetrics
+from aiorocketmq.server.remoting import RemotingServer
+from aiorocketmq.server.store.config import MessageStoreConfig
+from aiorocketmq.server.store.message_store import MessageStore
 
 from .client_manager import ClientHousekeeping, ConsumerManager, ProducerManager
 from .config import BrokerConfig

@@ -36,8 +36,8 @@ from collections.abc import Callable
 
 import structlog
 
-from protocol.channel import Channel
-from protocol.command import RemotingCommand
+from aiorocketmq.protocol.channel import Channel
+from aiorocketmq.protocol.command import RemotingCommand
 
 __all__ = ["PullRequest", "PullRequestHoldService", "CHECK_INTERVAL_MS"]
 

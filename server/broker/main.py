@@ -19,8 +19,8 @@ import sys
 
 import structlog
 
-from server.metrics import BrokerMetrics, add_metrics_arguments, apply_metrics_arguments
-from server.runtime import (
+from aiorocketmq.server.metrics import BrokerMetrics, add_metrics_arguments, apply_metrics_arguments
+from aiorocketmq.server.runtime import (
     add_common_arguments,
     configure_logging,
     read_properties_file,

@@ -27,12 +27,12 @@ from collections.abc import Callable
 
 import structlog
 
-from client.remoting import RemotingClient
-from protocol.bodies import RegisterBrokerBody, TopicConfig, TopicConfigSerializeWrapper
-from protocol.codes import Perm, RequestCode, ResponseCode
-from protocol.command import RemotingCommand
-from protocol.errors import RocketMQError
-from protocol.headers import RegisterBrokerRequestHeader, UnRegisterBrokerRequestHeader
+from aiorocketmq.client.remoting import RemotingClient
+from aiorocketmq.protocol.bodies import RegisterBrokerBody, TopicConfig, TopicConfigSerializeWrapper
+from aiorocketmq.protocol.codes import Perm, RequestCode, ResponseCode
+from aiorocketmq.protocol.command import RemotingCommand
+from aiorocketmq.protocol.errors import RocketMQError
+from aiorocketmq.protocol.headers import RegisterBrokerRequestHeader, UnRegisterBrokerRequestHeader
 
 from .config import BrokerConfig
 

@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable
 
 import structlog
 
-from protocol.bodies import MessageQueue
+from aiorocketmq.protocol.bodies import MessageQueue
 
 __all__ = ["RebalanceLockManager", "LockEntry", "REBALANCE_LOCK_MAX_LIVE_TIME_MS"]
 

@@ -43,17 +43,17 @@ from typing import TYPE_CHECKING
 
 import structlog
 
-from protocol.channel import Channel, Handler
-from protocol.codes import MessageConst, RequestCode, ResponseCode, SystemTopic
-from protocol.command import RemotingCommand
-from protocol.fastjson import dumps, loads
-from protocol.message import MessageExt, encode_properties, socket_address_to_bytes
-from server.store.inner import MessageExtBrokerInner, PutMessageStatus
+from aiorocketmq.protocol.channel import Channel, Handler
+from aiorocketmq.protocol.codes import MessageConst, RequestCode, ResponseCode, SystemTopic
+from aiorocketmq.protocol.command import RemotingCommand
+from aiorocketmq.protocol.fastjson import dumps, loads
+from aiorocketmq.protocol.message import MessageExt, encode_properties, socket_address_to_bytes
+from aiorocketmq.server.store.inner import MessageExtBrokerInner, PutMessageStatus
 
 from .config_manager import ConfigManager
 
 if TYPE_CHECKING:
-    from server.store.message_store import MessageStore
+    from aiorocketmq.server.store.message_store import MessageStore
 
 __all__ = [
     "ScheduleMessageService",

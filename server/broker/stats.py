@@ -33,7 +33,7 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from typing import NamedTuple
 
-from protocol.fastjson import java_double_str
+from aiorocketmq.protocol.fastjson import java_double_str
 
 __all__ = [
     "BrokerStatsManager",

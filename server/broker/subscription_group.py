@@ -15,8 +15,12 @@ from pathlib import Path
 
 import structlog
 
-from protocol.bodies import DataVersion, SubscriptionGroupConfig, SubscriptionGroupWrapper
-from protocol.codes import MixAll
+from aiorocketmq.protocol.bodies import (
+    DataVersion,
+    SubscriptionGroupConfig,
+    SubscriptionGroupWrapper,
+)
+from aiorocketmq.protocol.codes import MixAll
 
 from .config_manager import ConfigManager
 

@@ -29,8 +29,8 @@ from pathlib import Path
 
 import structlog
 
-from protocol.bodies import DataVersion, TopicConfig, TopicConfigSerializeWrapper
-from protocol.codes import MixAll, Perm, SystemTopic
+from aiorocketmq.protocol.bodies import DataVersion, TopicConfig, TopicConfigSerializeWrapper
+from aiorocketmq.protocol.codes import MixAll, Perm, SystemTopic
 
 from .config import BrokerConfig
 from .config_manager import ConfigManager

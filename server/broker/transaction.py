@@ -52,20 +52,27 @@ from typing import TYPE_CHECKING
 
 import structlog
 
-from protocol.bodies import TopicConfig
-from protocol.channel import Channel
-from protocol.codes import MessageConst, MessageSysFlag, MixAll, Perm, RequestCode, SystemTopic
-from protocol.command import RemotingCommand
-from protocol.errors import RemotingError
-from protocol.headers import CheckTransactionStateRequestHeader
-from protocol.message import (
+from aiorocketmq.protocol.bodies import TopicConfig
+from aiorocketmq.protocol.channel import Channel
+from aiorocketmq.protocol.codes import (
+    MessageConst,
+    MessageSysFlag,
+    MixAll,
+    Perm,
+    RequestCode,
+    SystemTopic,
+)
+from aiorocketmq.protocol.command import RemotingCommand
+from aiorocketmq.protocol.errors import RemotingError
+from aiorocketmq.protocol.headers import CheckTransactionStateRequestHeader
+from aiorocketmq.protocol.message import (
     MessageExt,
     create_uniq_id,
     encode_message,
     encode_properties,
     socket_address_to_bytes,
 )
-from server.store.inner import MessageExtBrokerInner, PutMessageResult, PutMessageStatus
+from aiorocketmq.server.store.inner import MessageExtBrokerInner, PutMessageResult, PutMessageStatus
 
 if TYPE_CHECKING:
     from .controller import BrokerController

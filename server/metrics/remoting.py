@@ -29,8 +29,8 @@ from typing import Any
 
 import structlog
 
-from protocol.codes import RequestCode, ResponseCode, RpcFlag
-from protocol.command import RemotingCommand
+from aiorocketmq.protocol.codes import RequestCode, ResponseCode, RpcFlag
+from aiorocketmq.protocol.command import RemotingCommand
 
 from .registry import CounterChild, Registry
 

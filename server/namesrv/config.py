@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from protocol.codes import MixAll
+from aiorocketmq.protocol.codes import MixAll
 
 __all__ = ["NamesrvConfig", "ConfigError", "PATH_KEYS"]
 

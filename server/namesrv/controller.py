@@ -25,9 +25,9 @@ import time
 
 import structlog
 
-from protocol.channel import Channel
-from server.metrics import NamesrvMetrics
-from server.remoting import RemotingServer
+from aiorocketmq.protocol.channel import Channel
+from aiorocketmq.server.metrics import NamesrvMetrics
+from aiorocketmq.server.remoting import RemotingServer
 
 from .config import NamesrvConfig
 from .kv_config import KVConfigManager

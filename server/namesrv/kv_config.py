@@ -26,7 +26,7 @@ from pathlib import Path
 
 import structlog
 
-from client.atomic_file import write_file_atomic
+from aiorocketmq.client.atomic_file import write_file_atomic
 
 __all__ = ["KVConfigManager", "KVConfigLoadError"]
 

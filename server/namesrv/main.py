@@ -29,9 +29,9 @@ from pathlib import Path
 
 import structlog
 
-from protocol.codes import SerializeType
-from server.metrics import NamesrvMetrics, add_metrics_arguments, metrics_options
-from server.runtime import (
+from aiorocketmq.protocol.codes import SerializeType
+from aiorocketmq.server.metrics import NamesrvMetrics, add_metrics_arguments, metrics_options
+from aiorocketmq.server.runtime import (
     add_common_arguments,
     configure_logging,
     read_properties_file,

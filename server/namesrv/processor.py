@@ -39,8 +39,8 @@ from typing import TYPE_CHECKING, TypeAlias
 
 import structlog
 
-from client.atomic_file import write_file_atomic
-from protocol.bodies import (
+from aiorocketmq.client.atomic_file import write_file_atomic
+from aiorocketmq.protocol.bodies import (
     DataVersion,
     KVTable,
     RegisterBrokerBody,
@@ -48,11 +48,11 @@ from protocol.bodies import (
     properties_to_string,
     string_to_properties,
 )
-from protocol.channel import Channel, Handler
-from protocol.codes import MixAll, MQVersion, RequestCode, ResponseCode
-from protocol.command import RemotingCommand
-from protocol.errors import ProtocolError
-from protocol.headers import (
+from aiorocketmq.protocol.channel import Channel, Handler
+from aiorocketmq.protocol.codes import MixAll, MQVersion, RequestCode, ResponseCode
+from aiorocketmq.protocol.command import RemotingCommand
+from aiorocketmq.protocol.errors import ProtocolError
+from aiorocketmq.protocol.headers import (
     AddWritePermOfBrokerRequestHeader,
     AddWritePermOfBrokerResponseHeader,
     DeleteKVConfigRequestHeader,
@@ -77,7 +77,7 @@ from .kv_config import KVConfigManager
 from .route_info import RouteInfoManager
 
 if TYPE_CHECKING:
-    from protocol.bodies import TopicList
+    from aiorocketmq.protocol.bodies import TopicList
 
 __all__ = ["NamesrvProcessor", "TOPIC_NOT_EXIST_REMARK", "FAQ_APPLY_TOPIC_URL"]
 

@@ -40,7 +40,7 @@ from typing import Any
 
 import structlog
 
-from protocol.bodies import (
+from aiorocketmq.protocol.bodies import (
     BrokerData,
     ClusterInfo,
     DataVersion,
@@ -49,8 +49,8 @@ from protocol.bodies import (
     TopicList,
     TopicRouteData,
 )
-from protocol.codes import MixAll, Perm, TopicSysFlag
-from protocol.errors import ProtocolError
+from aiorocketmq.protocol.codes import MixAll, Perm, TopicSysFlag
+from aiorocketmq.protocol.errors import ProtocolError
 
 __all__ = [
     "RouteInfoManager",

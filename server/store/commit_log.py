@@ -33,8 +33,8 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 
 import structlog
 
-from protocol.codes import MessageConst, MessageSysFlag, SystemTopic
-from protocol.message import (
+from aiorocketmq.protocol.codes import MessageConst, MessageSysFlag, SystemTopic
+from aiorocketmq.protocol.message import (
     BLANK_MAGIC_CODE,
     MAX_PROPERTIES_LENGTH,
     MAX_TOPIC_LENGTH,

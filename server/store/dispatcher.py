@@ -22,8 +22,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 
-from protocol.codes import MessageConst, MessageSysFlag, SystemTopic
-from protocol.message import decode_message, tags_to_tags_code
+from aiorocketmq.protocol.codes import MessageConst, MessageSysFlag, SystemTopic
+from aiorocketmq.protocol.message import decode_message, tags_to_tags_code
 
 from .consume_queue import ConsumeQueue
 from .index import IndexService

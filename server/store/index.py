@@ -41,7 +41,7 @@ import zlib
 
 import structlog
 
-from protocol.javautil import java_string_hash
+from aiorocketmq.protocol.javautil import java_string_hash
 
 from .mapped_file import MappedFile
 

@@ -69,8 +69,8 @@ from typing import Any
 
 import structlog
 
-from protocol.codes import MessageConst, MessageSysFlag, SystemTopic
-from protocol.message import (
+from aiorocketmq.protocol.codes import MessageConst, MessageSysFlag, SystemTopic
+from aiorocketmq.protocol.message import (
     MAX_TOPIC_LENGTH,
     MessageDecodeError,
     MessageExt,

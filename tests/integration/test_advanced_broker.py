@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from client.remoting import RemotingClient
-from protocol.bodies import (
+from aiorocketmq.client.remoting import RemotingClient
+from aiorocketmq.protocol.bodies import (
     HeartbeatData,
     LockBatchRequestBody,
     LockBatchResponseBody,
@@ -25,10 +25,10 @@ from protocol.bodies import (
     ProducerData,
     UnlockBatchRequestBody,
 )
-from protocol.channel import Channel
-from protocol.codes import MessageSysFlag, PullSysFlag, RequestCode, ResponseCode
-from protocol.command import RemotingCommand
-from protocol.headers import (
+from aiorocketmq.protocol.channel import Channel
+from aiorocketmq.protocol.codes import MessageSysFlag, PullSysFlag, RequestCode, ResponseCode
+from aiorocketmq.protocol.command import RemotingCommand
+from aiorocketmq.protocol.headers import (
     CheckTransactionStateRequestHeader,
     ConsumerSendMsgBackRequestHeader,
     EndTransactionRequestHeader,
@@ -37,7 +37,7 @@ from protocol.headers import (
     SendMessageRequestHeaderV2,
     SendMessageResponseHeader,
 )
-from protocol.message import (
+from aiorocketmq.protocol.message import (
     MessageExt,
     create_uniq_id,
     decode_message,

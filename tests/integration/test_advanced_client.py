@@ -14,11 +14,15 @@ from pathlib import Path
 
 import pytest
 
-from client.remoting import RemotingClient
-from client.request_reply import RequestProducer, RequestTimeoutError, create_reply_message
-from client.transaction_producer import LocalTransactionState, TransactionProducer
-from protocol.codes import MessageSysFlag
-from protocol.message import Message, MessageExt
+from aiorocketmq.client.remoting import RemotingClient
+from aiorocketmq.client.request_reply import (
+    RequestProducer,
+    RequestTimeoutError,
+    create_reply_message,
+)
+from aiorocketmq.client.transaction_producer import LocalTransactionState, TransactionProducer
+from aiorocketmq.protocol.codes import MessageSysFlag
+from aiorocketmq.protocol.message import Message, MessageExt
 from tests.integration.test_advanced_broker import next_messages, read_all, start_broker
 from tests.procs import ServerProcess
 

@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from client import (
+from aiorocketmq.client import (
     ClientConfig,
     ConsumeConcurrentlyStatus,
     ConsumeFromWhere,
@@ -40,12 +40,12 @@ from client import (
     SelectMessageQueueByHash,
     TransactionProducer,
 )
-from client.remoting import RemotingClient
-from protocol.bodies import LockBatchRequestBody, LockBatchResponseBody
-from protocol.codes import MixAll, RequestCode, ResponseCode
-from protocol.command import RemotingCommand
-from protocol.errors import MQBrokerError, MQClientError
-from protocol.headers import ViewBrokerStatsDataRequestHeader
+from aiorocketmq.client.remoting import RemotingClient
+from aiorocketmq.protocol.bodies import LockBatchRequestBody, LockBatchResponseBody
+from aiorocketmq.protocol.codes import MixAll, RequestCode, ResponseCode
+from aiorocketmq.protocol.command import RemotingCommand
+from aiorocketmq.protocol.errors import MQBrokerError, MQClientError
+from aiorocketmq.protocol.headers import ViewBrokerStatsDataRequestHeader
 from tests.integration.test_advanced_broker import start_broker
 from tests.integration.test_client_produce_consume import wait_for
 from tests.procs import ServerProcess

@@ -13,18 +13,18 @@ import time
 
 import pytest
 
-from client.remoting import RemotingClient
-from protocol.bodies import (
+from aiorocketmq.client.remoting import RemotingClient
+from aiorocketmq.protocol.bodies import (
     ConsumerData,
     ConsumerListBody,
     HeartbeatData,
     ProducerData,
     build_subscription_data,
 )
-from protocol.channel import Channel
-from protocol.codes import PullSysFlag, RequestCode, ResponseCode
-from protocol.command import RemotingCommand
-from protocol.headers import (
+from aiorocketmq.protocol.channel import Channel
+from aiorocketmq.protocol.codes import PullSysFlag, RequestCode, ResponseCode
+from aiorocketmq.protocol.command import RemotingCommand
+from aiorocketmq.protocol.headers import (
     CreateTopicRequestHeader,
     GetConsumerListByGroupRequestHeader,
     GetEarliestMsgStoretimeRequestHeader,
@@ -38,7 +38,7 @@ from protocol.headers import (
     UpdateConsumerOffsetRequestHeader,
     ViewMessageRequestHeader,
 )
-from protocol.message import decode_messages, decode_offset_msg_id
+from aiorocketmq.protocol.message import decode_messages, decode_offset_msg_id
 from tests.integration.test_broker_send_pull import (
     TIMEOUT,
     pull,

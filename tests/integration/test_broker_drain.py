@@ -15,15 +15,15 @@ from pathlib import Path
 
 import pytest
 
-from protocol.channel import Channel
-from protocol.codes import RequestCode, ResponseCode
-from protocol.command import RemotingCommand
-from protocol.headers import SendMessageRequestHeader, SendMessageRequestHeaderV2
-from protocol.message import encode_properties
-from server.broker.config import load_broker_configs
-from server.broker.controller import BrokerController
-from server.namesrv.config import NamesrvConfig
-from server.namesrv.controller import NamesrvController
+from aiorocketmq.protocol.channel import Channel
+from aiorocketmq.protocol.codes import RequestCode, ResponseCode
+from aiorocketmq.protocol.command import RemotingCommand
+from aiorocketmq.protocol.headers import SendMessageRequestHeader, SendMessageRequestHeaderV2
+from aiorocketmq.protocol.message import encode_properties
+from aiorocketmq.server.broker.config import load_broker_configs
+from aiorocketmq.server.broker.controller import BrokerController
+from aiorocketmq.server.namesrv.config import NamesrvConfig
+from aiorocketmq.server.namesrv.controller import NamesrvController
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 

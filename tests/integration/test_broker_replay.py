@@ -1,6 +1,6 @@
 """Replay the captured Java 4.9.7 client -> broker conversations against our broker.
 
-The vectors (``../shared/vectors/frames.jsonl``, README there) hold every frame a stock
+The vectors (``tests/data/vectors/frames.jsonl``, README there) hold every frame a stock
 Apache RocketMQ 4.9.7 client, ``mqadmin`` and broker exchanged. This module starts a real
 ``mqnamesrv`` + ``mqbroker`` on an empty store (like the capture's fresh broker), opens one
 TCP connection per captured client stream, sends the captured request frames (the exact
@@ -57,14 +57,14 @@ from typing import Any
 
 import pytest
 
-from protocol import bodies
-from protocol.bodies import string_to_properties
-from protocol.codes import RequestCode, ResponseCode, SerializeType
-from protocol.command import RemotingCommand
-from protocol.fastjson import ObjectKey, loads
-from protocol.frame import FrameDecoder
-from protocol.javautil import java_hashmap_order
-from protocol.message import (
+from aiorocketmq.protocol import bodies
+from aiorocketmq.protocol.bodies import string_to_properties
+from aiorocketmq.protocol.codes import RequestCode, ResponseCode, SerializeType
+from aiorocketmq.protocol.command import RemotingCommand
+from aiorocketmq.protocol.fastjson import ObjectKey, loads
+from aiorocketmq.protocol.frame import FrameDecoder
+from aiorocketmq.protocol.javautil import java_hashmap_order
+from aiorocketmq.protocol.message import (
     MessageExt,
     decode_messages,
     decode_offset_msg_id,

@@ -13,12 +13,15 @@ from pathlib import Path
 
 import pytest
 
-from client.remoting import RemotingClient
-from protocol.codes import RequestCode, ResponseCode
-from protocol.command import RemotingCommand
-from protocol.errors import RocketMQError
-from protocol.headers import QueryConsumerOffsetRequestHeader, UpdateConsumerOffsetRequestHeader
-from protocol.message import decode_messages
+from aiorocketmq.client.remoting import RemotingClient
+from aiorocketmq.protocol.codes import RequestCode, ResponseCode
+from aiorocketmq.protocol.command import RemotingCommand
+from aiorocketmq.protocol.errors import RocketMQError
+from aiorocketmq.protocol.headers import (
+    QueryConsumerOffsetRequestHeader,
+    UpdateConsumerOffsetRequestHeader,
+)
+from aiorocketmq.protocol.message import decode_messages
 from tests.integration.test_broker_send_pull import TIMEOUT, pull, pull_header, send
 from tests.procs import ServerProcess, broker_process
 

@@ -14,19 +14,19 @@ from typing import Any
 
 import pytest
 
-from client.remoting import RemotingClient
-from protocol.bodies import TopicRouteData
-from protocol.codes import PullSysFlag, RequestCode, ResponseCode, SerializeType
-from protocol.command import RemotingCommand
-from protocol.errors import ConnectionClosedError
-from protocol.headers import (
+from aiorocketmq.client.remoting import RemotingClient
+from aiorocketmq.protocol.bodies import TopicRouteData
+from aiorocketmq.protocol.codes import PullSysFlag, RequestCode, ResponseCode, SerializeType
+from aiorocketmq.protocol.command import RemotingCommand
+from aiorocketmq.protocol.errors import ConnectionClosedError
+from aiorocketmq.protocol.headers import (
     PullMessageRequestHeader,
     PullMessageResponseHeader,
     SendMessageRequestHeader,
     SendMessageRequestHeaderV2,
     SendMessageResponseHeader,
 )
-from protocol.message import (
+from aiorocketmq.protocol.message import (
     Message,
     create_offset_msg_id,
     decode_messages,

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from client import (
+from aiorocketmq.client import (
     ConsumeConcurrentlyStatus,
     ConsumeFromWhere,
     Message,

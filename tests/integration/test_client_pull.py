@@ -6,9 +6,9 @@ import asyncio
 
 import pytest
 
-from client import Message, Producer, PullStatus
-from client.pull_consumer import LitePullConsumer, PullConsumer
-from client.rebalance import ConsumeFromWhere
+from aiorocketmq.client import Message, Producer, PullStatus
+from aiorocketmq.client.pull_consumer import LitePullConsumer, PullConsumer
+from aiorocketmq.client.rebalance import ConsumeFromWhere
 from tests.procs import ServerProcess
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]

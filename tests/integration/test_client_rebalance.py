@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 import pytest
 
-from client import (
+from aiorocketmq.client import (
     ConsumeConcurrentlyStatus,
     ConsumeFromWhere,
     Message,

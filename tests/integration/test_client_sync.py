@@ -6,8 +6,8 @@ import threading
 
 import pytest
 
-from client import Message, PullStatus, SendStatus
-from client.sync import SyncLitePullConsumer, SyncProducer, SyncPullConsumer
+from aiorocketmq.client import Message, PullStatus, SendStatus
+from aiorocketmq.client.sync import SyncLitePullConsumer, SyncProducer, SyncPullConsumer
 from tests.procs import ServerProcess
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]

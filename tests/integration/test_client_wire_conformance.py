@@ -4,7 +4,7 @@ Part 1 runs our ``Producer``, ``PushConsumer`` (concurrently and orderly), ``Pul
 and ``LitePullConsumer`` against our real nameserver and broker through two recording
 taps (``tests/interop/wiretap.py``), doing what the captured Java harness did (scenarios
 ``harness_json``, ``props``, ``compress``, ``batch``, ``delay``, ``misc``, ``sendback``,
-``orderly`` of ``../shared/vectors``), and holds each request to the Java client's
+``orderly`` of ``tests/data/vectors``), and holds each request to the Java client's
 captured one of the same code: extFields key set, the values that must agree, oneway
 flag, header serialize type, body shapes and the order of the first exchanges.
 
@@ -48,7 +48,7 @@ from typing import Any
 
 import pytest
 
-from client import (
+from aiorocketmq.client import (
     ConsumeConcurrentlyStatus,
     ConsumeFromWhere,
     ConsumeOrderlyStatus,
@@ -61,12 +61,12 @@ from client import (
     SelectMessageQueueByHash,
     SendStatus,
 )
-from client.config import ClientConfig
-from client.pull_consumer import LitePullConsumer, PullConsumer
-from client.transaction_producer import LocalTransactionState, TransactionProducer
-from protocol import fastjson
-from protocol.bodies import LockBatchRequestBody
-from protocol.codes import (
+from aiorocketmq.client.config import ClientConfig
+from aiorocketmq.client.pull_consumer import LitePullConsumer, PullConsumer
+from aiorocketmq.client.transaction_producer import LocalTransactionState, TransactionProducer
+from aiorocketmq.protocol import fastjson
+from aiorocketmq.protocol.bodies import LockBatchRequestBody
+from aiorocketmq.protocol.codes import (
     CURRENT_VERSION,
     LanguageCode,
     MixAll,
@@ -74,9 +74,9 @@ from protocol.codes import (
     SerializeType,
     SystemTopic,
 )
-from protocol.command import RemotingCommand
-from protocol.errors import MQBrokerError, TopicNotExistError
-from protocol.message import decode_batch, decode_offset_msg_id, decode_properties
+from aiorocketmq.protocol.command import RemotingCommand
+from aiorocketmq.protocol.errors import MQBrokerError, TopicNotExistError
+from aiorocketmq.protocol.message import decode_batch, decode_offset_msg_id, decode_properties
 from tests.interop.wiretap import TO_SERVER, TappedFrame, WireTap
 from tests.procs import ServerProcess, namesrv_and_broker
 from tests.replay import ReplayServer

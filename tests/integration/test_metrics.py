@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from client import Message, Producer, PullResult, PullStatus
-from client.pull_consumer import PullConsumer
+from aiorocketmq.client import Message, Producer, PullResult, PullStatus
+from aiorocketmq.client.pull_consumer import PullConsumer
 from tests.procs import ServerProcess, broker_process, namesrv_process
 from tests.unit.test_metrics import Family, parse_exposition
 

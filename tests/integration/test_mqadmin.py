@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from client.admin.api import MQAdmin
-from client.remoting import RemotingClient
-from protocol.bodies import (
+from aiorocketmq.client.admin.api import MQAdmin
+from aiorocketmq.client.remoting import RemotingClient
+from aiorocketmq.protocol.bodies import (
     ConsumerData,
     ConsumerRunningInfo,
     ConsumeStats,
@@ -36,11 +36,11 @@ from protocol.bodies import (
     SubscriptionGroupWrapper,
     TopicStatsTable,
 )
-from protocol.channel import Channel
-from protocol.codes import RequestCode, ResponseCode
-from protocol.command import RemotingCommand
-from protocol.fastjson import loads
-from protocol.headers import (
+from aiorocketmq.protocol.channel import Channel
+from aiorocketmq.protocol.codes import RequestCode, ResponseCode
+from aiorocketmq.protocol.command import RemotingCommand
+from aiorocketmq.protocol.fastjson import loads
+from aiorocketmq.protocol.headers import (
     GetConsumeStatsRequestHeader,
     GetTopicStatsInfoRequestHeader,
     UpdateConsumerOffsetRequestHeader,
@@ -75,7 +75,7 @@ def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str
 
 async def mqadmin(*args: str) -> tuple[int, str, str]:
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "client.admin.cli", *args,
+        sys.executable, "-m", "aiorocketmq.client.admin.cli", *args,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
         cwd=REPO)
     out, err = await proc.communicate()

@@ -1,7 +1,7 @@
 """Our ``mqadmin`` against the captured stock Apache RocketMQ 4.9.7 ``mqadmin``.
 
 Part 1 runs each of our commands that has a captured stock counterpart (scenarios
-``mqadmin_*`` of ``../shared/vectors``, REMOTING.md 3.4, 4.3, 4.10, 4.11) as a subprocess
+``mqadmin_*`` of ``tests/data/vectors``, REMOTING.md 3.4, 4.3, 4.10, 4.11) as a subprocess
 (``python -m client.admin.cli``) against our real nameserver and broker, both behind
 recording taps (``tests/interop/wiretap.py``), with the same names the capture used, and
 holds what it sent to what the stock tool sent: the order of request codes to each
@@ -52,7 +52,7 @@ from typing import Any
 
 import pytest
 
-from client import (
+from aiorocketmq.client import (
     ConsumeConcurrentlyStatus,
     ConsumeFromWhere,
     Message,
@@ -60,13 +60,19 @@ from client import (
     Producer,
     PushConsumer,
 )
-from client.admin.api import MQAdmin
-from protocol import fastjson
-from protocol.codes import CURRENT_VERSION, LanguageCode, MixAll, RequestCode, SerializeType
-from protocol.command import RemotingCommand
-from protocol.errors import TopicNotExistError
-from protocol.headers import UpdateConsumerOffsetRequestHeader
-from protocol.message import (
+from aiorocketmq.client.admin.api import MQAdmin
+from aiorocketmq.protocol import fastjson
+from aiorocketmq.protocol.codes import (
+    CURRENT_VERSION,
+    LanguageCode,
+    MixAll,
+    RequestCode,
+    SerializeType,
+)
+from aiorocketmq.protocol.command import RemotingCommand
+from aiorocketmq.protocol.errors import TopicNotExistError
+from aiorocketmq.protocol.headers import UpdateConsumerOffsetRequestHeader
+from aiorocketmq.protocol.message import (
     create_offset_msg_id,
     decode_messages,
     decode_offset_msg_id,
@@ -214,7 +220,7 @@ def _env() -> dict[str, str]:
 
 async def mqadmin(*args: str) -> tuple[int, str, str]:
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "client.admin.cli", *args,
+        sys.executable, "-m", "aiorocketmq.client.admin.cli", *args,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, cwd=REPO, env=_env())
     out, err = await proc.communicate()
     return proc.returncode or 0, out.decode(), err.decode()

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from protocol.bodies import (
+from aiorocketmq.protocol.bodies import (
     ClusterInfo,
     DataVersion,
     KVTable,
@@ -31,8 +31,8 @@ from protocol.bodies import (
     TopicRouteData,
     string_to_properties,
 )
-from protocol.channel import Channel
-from protocol.codes import (
+from aiorocketmq.protocol.channel import Channel
+from aiorocketmq.protocol.codes import (
     CURRENT_VERSION,
     LanguageCode,
     MixAll,
@@ -40,7 +40,7 @@ from protocol.codes import (
     ResponseCode,
     SerializeType,
 )
-from protocol.command import RemotingCommand
+from aiorocketmq.protocol.command import RemotingCommand
 from tests.procs import ServerProcess, namesrv_process
 from tests.vectors import body_bytes, frame, frame_bytes, load_frames, vector_file
 

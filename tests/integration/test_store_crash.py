@@ -18,18 +18,18 @@ from pathlib import Path
 
 import pytest
 
-from protocol.message import decode_message
-from server.store.config import MessageStoreConfig
-from server.store.message_store import GetMessageStatus, MessageStore
+from aiorocketmq.protocol.message import decode_message
+from aiorocketmq.server.store.config import MessageStoreConfig
+from aiorocketmq.server.store.message_store import GetMessageStatus, MessageStore
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 
 WRITER = textwrap.dedent(
     """
     import asyncio, sys
-    from server.store.config import MessageStoreConfig
-    from server.store.inner import MessageExtBrokerInner, PutMessageStatus
-    from server.store.message_store import MessageStore
+    from aiorocketmq.server.store.config import MessageStoreConfig
+    from aiorocketmq.server.store.inner import MessageExtBrokerInner, PutMessageStatus
+    from aiorocketmq.server.store.message_store import MessageStore
 
     async def main(root):
         cfg = MessageStoreConfig(store_path_root_dir=root, flush_disk_type="SYNC_FLUSH",

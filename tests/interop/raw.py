@@ -19,20 +19,20 @@ from __future__ import annotations
 
 import time
 
-from client.api import MQClientAPI, PullStatus, SendResult
-from client.config import ClientConfig
-from client.remoting import RemotingClient
-from protocol.bodies import MessageQueue, TopicRouteData
-from protocol.codes import MessageConst, Perm, PullSysFlag, RequestCode, ResponseCode
-from protocol.command import RemotingCommand
-from protocol.errors import QueryNotFoundError
-from protocol.headers import (
+from aiorocketmq.client.api import MQClientAPI, PullStatus, SendResult
+from aiorocketmq.client.config import ClientConfig
+from aiorocketmq.client.remoting import RemotingClient
+from aiorocketmq.protocol.bodies import MessageQueue, TopicRouteData
+from aiorocketmq.protocol.codes import MessageConst, Perm, PullSysFlag, RequestCode, ResponseCode
+from aiorocketmq.protocol.command import RemotingCommand
+from aiorocketmq.protocol.errors import QueryNotFoundError
+from aiorocketmq.protocol.headers import (
     CreateTopicRequestHeader,
     PullMessageRequestHeader,
     QueryConsumerOffsetRequestHeader,
     SendMessageRequestHeaderV2,
 )
-from protocol.message import Message, MessageExt, create_uniq_id, encode_properties
+from aiorocketmq.protocol.message import Message, MessageExt, create_uniq_id, encode_properties
 
 TIMEOUT = 5.0
 

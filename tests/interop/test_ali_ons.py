@@ -24,9 +24,9 @@ from typing import Any
 
 import pytest
 
-from protocol.codes import MessageConst, MessageSysFlag, RequestCode, ResponseCode
-from protocol.command import RemotingCommand
-from protocol.message import MessageExt, decode_offset_msg_id
+from aiorocketmq.protocol.codes import MessageConst, MessageSysFlag, RequestCode, ResponseCode
+from aiorocketmq.protocol.command import RemotingCommand
+from aiorocketmq.protocol.message import MessageExt, decode_offset_msg_id
 from tests.interop.conftest import StartScript
 from tests.interop.node import NodeScript, wait_until
 from tests.interop.raw import RawBroker

@@ -27,9 +27,9 @@ import struct
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from protocol.codes import RequestCode
-from protocol.command import RemotingCommand
-from protocol.errors import ProtocolError
+from aiorocketmq.protocol.codes import RequestCode
+from aiorocketmq.protocol.command import RemotingCommand
+from aiorocketmq.protocol.errors import ProtocolError
 
 _LEN = struct.Struct(">i")
 

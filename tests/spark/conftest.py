@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from client.producer import Producer
-from protocol.message import Message
+from aiorocketmq.client.producer import Producer
+from aiorocketmq.protocol.message import Message
 from tests.procs import ServerProcess, broker_process, namesrv_process
 
 # Spark's Python workers must run this interpreter (DESIGN.md, Spark source and sink).
@@ -43,7 +43,7 @@ def name_server(servers: tuple[ServerProcess, ServerProcess]) -> str:
 def spark() -> Iterator[object]:
     from pyspark.sql import SparkSession
 
-    from spark_sink import register
+    from aiorocketmq.spark_sink import register
 
     session = (
         SparkSession.builder.master("local[2]")

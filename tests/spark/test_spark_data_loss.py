@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from spark_sink.link import BlockingLink
+from aiorocketmq.spark_sink.link import BlockingLink
 from tests.procs import ServerProcess, broker_process, namesrv_process
 from tests.spark.conftest import produce
 

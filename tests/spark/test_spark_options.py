@@ -28,15 +28,15 @@ import structlog
 from pyspark.errors import StreamingQueryException
 from pyspark.sql.streaming.datasource import ReadAllAvailable
 
-from client.admin.api import MQAdmin
-from client.producer import Producer
-from protocol.bodies import TopicConfig
-from protocol.headers import QueryConsumerOffsetRequestHeader
-from protocol.message import Message
-from spark_sink.link import BlockingLink
-from spark_sink.offsets import QueueKey, offsets_from_json, offsets_to_json
-from spark_sink.options import parse_source_options
-from spark_sink.source import (
+from aiorocketmq.client.admin.api import MQAdmin
+from aiorocketmq.client.producer import Producer
+from aiorocketmq.protocol.bodies import TopicConfig
+from aiorocketmq.protocol.headers import QueryConsumerOffsetRequestHeader
+from aiorocketmq.protocol.message import Message
+from aiorocketmq.spark_sink.link import BlockingLink
+from aiorocketmq.spark_sink.offsets import QueueKey, offsets_from_json, offsets_to_json
+from aiorocketmq.spark_sink.options import parse_source_options
+from aiorocketmq.spark_sink.source import (
     QueueRangePartition,
     ReadSettings,
     RocketMQStreamReader,
@@ -279,7 +279,7 @@ def test_commit_offsets_to_group_stores_the_end_offsets(
 
     produce(name_server, topic, _bodies("lag", 5))
     out = subprocess.run(
-        [sys.executable, "-m", "client.admin.cli", "consumerProgress", "-n", name_server,
+        [sys.executable, "-m", "aiorocketmq.client.admin.cli", "consumerProgress", "-n", name_server,
          "-g", group, "--json"], capture_output=True, text=True, cwd=REPO, timeout=60)
     assert out.returncode == 0, out.stderr
     progress = json.loads(out.stdout)

@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 from pyspark.sql.streaming.datasource import ReadAllAvailable
 
-from spark_sink.offsets import offsets_from_json
-from spark_sink.options import parse_source_options
-from spark_sink.sink_mapping import PROP_BATCH_ID, PROP_PARTITION_ID, PROP_ROW_INDEX
-from spark_sink.source import RocketMQStreamReader
+from aiorocketmq.spark_sink.offsets import offsets_from_json
+from aiorocketmq.spark_sink.options import parse_source_options
+from aiorocketmq.spark_sink.sink_mapping import PROP_BATCH_ID, PROP_PARTITION_ID, PROP_ROW_INDEX
+from aiorocketmq.spark_sink.source import RocketMQStreamReader
 from tests.spark.conftest import produce
 
 pytestmark = pytest.mark.spark

@@ -6,8 +6,8 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from protocol.channel import Channel
-from server.remoting import RemotingServer
+from aiorocketmq.protocol.channel import Channel
+from aiorocketmq.server.remoting import RemotingServer
 
 
 @pytest.fixture

@@ -6,25 +6,25 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from protocol.bodies import MessageQueue, SubscriptionGroupConfig
-from protocol.codes import MessageSysFlag
-from protocol.headers import EndTransactionRequestHeader
-from protocol.message import MessageExt
-from server.broker.processors.end_transaction import check_prepare_message
-from server.broker.processors.send_back import (
+from aiorocketmq.protocol.bodies import MessageQueue, SubscriptionGroupConfig
+from aiorocketmq.protocol.codes import MessageSysFlag
+from aiorocketmq.protocol.headers import EndTransactionRequestHeader
+from aiorocketmq.protocol.message import MessageExt
+from aiorocketmq.server.broker.processors.end_transaction import check_prepare_message
+from aiorocketmq.server.broker.processors.send_back import (
     build_send_back_message,
     decide_send_back,
     max_reconsume_times,
 )
-from server.broker.rebalance_lock import RebalanceLockManager
-from server.broker.schedule import (
+from aiorocketmq.server.broker.rebalance_lock import RebalanceLockManager
+from aiorocketmq.server.broker.schedule import (
     compute_deliver_timestamp,
     correct_deliver_timestamp,
     decode_delay_offsets,
     encode_delay_offsets,
     message_timeup,
 )
-from server.broker.transaction import (
+from aiorocketmq.server.broker.transaction import (
     build_remove_map,
     calculate_op_offset,
     end_message_transaction,
@@ -33,8 +33,8 @@ from server.broker.transaction import (
     parse_half_message_inner,
     renew_half_message_inner,
 )
-from server.store.dispatcher import parse_delay_levels
-from server.store.inner import MessageExtBrokerInner
+from aiorocketmq.server.store.dispatcher import parse_delay_levels
+from aiorocketmq.server.store.inner import MessageExtBrokerInner
 
 MQ0 = MessageQueue("T", "broker-a", 0)
 MQ1 = MessageQueue("T", "broker-a", 1)

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from client.allocate import (
+from aiorocketmq.client.allocate import (
     AllocateMessageQueueAveragely,
     AllocateMessageQueueAveragelyByCircle,
     AllocateMessageQueueByConfig,
@@ -19,7 +19,7 @@ from client.allocate import (
     sort_cids,
     sort_queues,
 )
-from protocol.errors import MQClientError
+from aiorocketmq.protocol.errors import MQClientError
 
 
 @dataclasses.dataclass(frozen=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from client.atomic_file import write_file_atomic
+from aiorocketmq.client.atomic_file import write_file_atomic
 
 
 def test_replaces_and_keeps_the_previous_content_only_when_asked(tmp_path: Path) -> None:

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from protocol import bodies
-from protocol.bodies import (
+from aiorocketmq.protocol import bodies
+from aiorocketmq.protocol.bodies import (
     BrokerData,
     ClusterInfo,
     Connection,
@@ -51,9 +51,9 @@ from protocol.bodies import (
     properties_to_string,
     string_to_properties,
 )
-from protocol.codes import LanguageCode
-from protocol.errors import ProtocolError
-from protocol.fastjson import ObjectKey, dumps, loads
+from aiorocketmq.protocol.codes import LanguageCode
+from aiorocketmq.protocol.errors import ProtocolError
+from aiorocketmq.protocol.fastjson import ObjectKey, dumps, loads
 from tests.vectors import body_bytes, frame, frames_where, vector_file
 
 # (request code name, is_response) -> body class, for every JSON body in the vectors.

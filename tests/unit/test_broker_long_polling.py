@@ -6,10 +6,10 @@ import asyncio
 
 import pytest
 
-from protocol.channel import Channel
-from protocol.command import RemotingCommand
-from protocol.javautil import java_string_hash
-from server.broker.long_polling import PullRequest, PullRequestHoldService
+from aiorocketmq.protocol.channel import Channel
+from aiorocketmq.protocol.command import RemotingCommand
+from aiorocketmq.protocol.javautil import java_string_hash
+from aiorocketmq.server.broker.long_polling import PullRequest, PullRequestHoldService
 
 pytestmark = pytest.mark.timeout(10)
 

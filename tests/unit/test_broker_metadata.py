@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from protocol.bodies import RegisterBrokerBody
-from server.broker.config import BrokerConfig, load_broker_configs
-from server.broker.consumer_offset import ConsumerOffsetManager
-from server.broker.subscription_group import SubscriptionGroupManager
-from server.broker.topic_config import TopicConfigManager, validate_topic
+from aiorocketmq.protocol.bodies import RegisterBrokerBody
+from aiorocketmq.server.broker.config import BrokerConfig, load_broker_configs
+from aiorocketmq.server.broker.consumer_offset import ConsumerOffsetManager
+from aiorocketmq.server.broker.subscription_group import SubscriptionGroupManager
+from aiorocketmq.server.broker.topic_config import TopicConfigManager, validate_topic
 from tests.vectors import body_bytes
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from server.broker.stats import GROUP_GET_NUMS, TOPIC_PUT_NUMS, BrokerStatsManager
+from aiorocketmq.server.broker.stats import GROUP_GET_NUMS, TOPIC_PUT_NUMS, BrokerStatsManager
 
 
 class Clock:

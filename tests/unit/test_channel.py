@@ -17,11 +17,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from structlog.testing import capture_logs
 
-from client.remoting import RemotingClient, parse_namesrv_addr
-from protocol.channel import Channel, Permits, ResponseFuture
-from protocol.codes import RequestCode, ResponseCode, SerializeType
-from protocol.command import RemotingCommand
-from protocol.errors import (
+from aiorocketmq.client.remoting import RemotingClient, parse_namesrv_addr
+from aiorocketmq.protocol.channel import Channel, Permits, ResponseFuture
+from aiorocketmq.protocol.codes import RequestCode, ResponseCode, SerializeType
+from aiorocketmq.protocol.command import RemotingCommand
+from aiorocketmq.protocol.errors import (
     ConnectionClosedError,
     HeaderError,
     MQClientError,
@@ -29,8 +29,8 @@ from protocol.errors import (
     RemotingTimeoutError,
     RemotingTooMuchRequestError,
 )
-from protocol.frame import FrameDecoder
-from server.remoting import RemotingServer
+from aiorocketmq.protocol.frame import FrameDecoder
+from aiorocketmq.server.remoting import RemotingServer
 
 pytestmark = pytest.mark.timeout(30)
 

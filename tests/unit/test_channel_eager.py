@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from protocol.channel import Channel
-from protocol.codes import RpcFlag
-from protocol.command import RemotingCommand
+from aiorocketmq.protocol.channel import Channel
+from aiorocketmq.protocol.codes import RpcFlag
+from aiorocketmq.protocol.command import RemotingCommand
 
 
 class RecordingTransport:

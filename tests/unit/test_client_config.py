@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from client.config import ClientConfig
-from protocol.codes import SerializeType
-from protocol.errors import MQClientError
+from aiorocketmq.client.config import ClientConfig
+from aiorocketmq.protocol.codes import SerializeType
+from aiorocketmq.protocol.errors import MQClientError
 
 
 def test_serialize_type_defaults_to_json_and_takes_names_or_members(

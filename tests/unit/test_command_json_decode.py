@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from protocol.command import RemotingCommand
-from protocol.errors import HeaderError
+from aiorocketmq.protocol.command import RemotingCommand
+from aiorocketmq.protocol.errors import HeaderError
 
 
 def _payload(header: bytes, body: bytes = b"") -> bytes:

@@ -10,8 +10,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from protocol.errors import ProtocolError
-from protocol.fastjson import MAX_DEPTH, JSONDecodeError, ObjectKey, dumps, java_double_str, loads
+from aiorocketmq.protocol.errors import ProtocolError
+from aiorocketmq.protocol.fastjson import (
+    MAX_DEPTH,
+    JSONDecodeError,
+    ObjectKey,
+    dumps,
+    java_double_str,
+    loads,
+)
 from tests.vectors import frames_where, vector_file
 
 JSON_BODIES = frames_where(body_format="json-text")

@@ -18,11 +18,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from protocol.codes import LanguageCode, RpcFlag, SerializeType
-from protocol.command import RemotingCommand
-from protocol.errors import FrameTooLargeError, HeaderError, ProtocolError
-from protocol.frame import DEFAULT_MAX_FRAME_LENGTH, FrameDecoder
-from protocol.headers import PullMessageRequestHeader, SendMessageRequestHeaderV2
+from aiorocketmq.protocol.codes import LanguageCode, RpcFlag, SerializeType
+from aiorocketmq.protocol.command import RemotingCommand
+from aiorocketmq.protocol.errors import FrameTooLargeError, HeaderError, ProtocolError
+from aiorocketmq.protocol.frame import DEFAULT_MAX_FRAME_LENGTH, FrameDecoder
+from aiorocketmq.protocol.headers import PullMessageRequestHeader, SendMessageRequestHeaderV2
 from tests.vectors import frame_bytes, frames_where
 
 # Same examples on every run: the suite must be deterministic.

@@ -12,11 +12,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from protocol import headers as H
-from protocol.codes import RequestCode
-from protocol.command import RemotingCommand
-from protocol.errors import HeaderError, ProtocolError
-from protocol.headers import (
+from aiorocketmq.protocol import headers as H
+from aiorocketmq.protocol.codes import RequestCode
+from aiorocketmq.protocol.command import RemotingCommand
+from aiorocketmq.protocol.errors import HeaderError, ProtocolError
+from aiorocketmq.protocol.headers import (
     REQUEST_HEADERS,
     RESPONSE_HEADERS,
     CommandHeader,

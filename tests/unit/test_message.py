@@ -11,10 +11,10 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from protocol.codes import MessageConst, MessageSysFlag
-from protocol.errors import MQClientError, ProtocolError, RocketMQError
-from protocol.javautil import java_string_hash
-from protocol.message import (
+from aiorocketmq.protocol.codes import MessageConst, MessageSysFlag
+from aiorocketmq.protocol.errors import MQClientError, ProtocolError, RocketMQError
+from aiorocketmq.protocol.javautil import java_string_hash
+from aiorocketmq.protocol.message import (
     BLANK_MAGIC_CODE,
     BORN_HOST_POS,
     BORN_TIMESTAMP_POS,

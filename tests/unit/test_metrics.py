@@ -19,10 +19,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from structlog.testing import capture_logs
 
-from protocol.channel import Channel
-from protocol.codes import RequestCode, ResponseCode
-from protocol.command import RemotingCommand
-from server.metrics import (
+from aiorocketmq.protocol.channel import Channel
+from aiorocketmq.protocol.codes import RequestCode, ResponseCode
+from aiorocketmq.protocol.command import RemotingCommand
+from aiorocketmq.server.metrics import (
     CONTENT_TYPE,
     OTHER,
     MetricsHttpServer,
@@ -32,8 +32,8 @@ from server.metrics import (
     add_metrics_arguments,
     metrics_options,
 )
-from server.metrics.registry import format_value
-from server.remoting import RemotingServer
+from aiorocketmq.server.metrics.registry import format_value
+from aiorocketmq.server.remoting import RemotingServer
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -301,8 +301,8 @@ def test_metrics_options_flags_win_over_file_keys() -> None:
 
 
 def test_broker_config_carries_the_metrics_keys_and_flags_win() -> None:
-    from server.broker.config import BrokerConfig
-    from server.metrics import apply_metrics_arguments
+    from aiorocketmq.server.broker.config import BrokerConfig
+    from aiorocketmq.server.metrics import apply_metrics_arguments
 
     parser = argparse.ArgumentParser()
     add_metrics_arguments(parser)

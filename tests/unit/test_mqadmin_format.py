@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from client.admin.cli import (
+from aiorocketmq.client.admin.cli import (
     UsageError,
     build_parser,
     describe_error,
@@ -17,7 +17,7 @@ from client.admin.cli import (
     main,
     parse_timestamp,
 )
-from protocol.bodies import (
+from aiorocketmq.protocol.bodies import (
     BrokerData,
     ClusterInfo,
     ConsumeStats,
@@ -25,8 +25,8 @@ from protocol.bodies import (
     TopicOffset,
     TopicStatsTable,
 )
-from protocol.codes import ResponseCode
-from protocol.errors import MQBrokerError
+from aiorocketmq.protocol.codes import ResponseCode
+from aiorocketmq.protocol.errors import MQBrokerError
 from tests.vectors import body_bytes
 
 

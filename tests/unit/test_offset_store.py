@@ -4,10 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from client.offset_store import LocalFileOffsetStore, ReadOffsetType, RemoteBrokerOffsetStore
-from protocol import fastjson
-from protocol.bodies import MessageQueue
-from protocol.errors import MQBrokerError, QueryNotFoundError, RemotingTimeoutError
+from aiorocketmq.client.offset_store import (
+    LocalFileOffsetStore,
+    ReadOffsetType,
+    RemoteBrokerOffsetStore,
+)
+from aiorocketmq.protocol import fastjson
+from aiorocketmq.protocol.bodies import MessageQueue
+from aiorocketmq.protocol.errors import MQBrokerError, QueryNotFoundError, RemotingTimeoutError
 
 Q0 = MessageQueue("T", "broker-a", 0)
 Q1 = MessageQueue("T", "broker-a", 1)

@@ -5,12 +5,12 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from client.process_queue import (
+from aiorocketmq.client.process_queue import (
     PULL_MAX_IDLE_TIME_MS,
     REBALANCE_LOCK_MAX_LIVE_TIME_MS,
     ProcessQueue,
 )
-from protocol.message import MessageExt
+from aiorocketmq.protocol.message import MessageExt
 
 
 def msg(offset: int, size: int = 3, max_offset: int | None = None) -> MessageExt:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from client.producer import (
+from aiorocketmq.client.producer import (
     LatencyFaultTolerance,
     MQFaultStrategy,
     SelectMessageQueueByHash,
@@ -13,9 +13,9 @@ from client.producer import (
     Validators,
     route_to_publish_info,
 )
-from protocol.bodies import BrokerData, MessageQueue, QueueData, TopicRouteData
-from protocol.errors import MQClientError
-from protocol.message import Message
+from aiorocketmq.protocol.bodies import BrokerData, MessageQueue, QueueData, TopicRouteData
+from aiorocketmq.protocol.errors import MQClientError
+from aiorocketmq.protocol.message import Message
 
 
 def route(*brokers: tuple[str, int, int, bool]) -> TopicRouteData:

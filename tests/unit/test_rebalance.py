@@ -4,13 +4,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from client.allocate import AllocateMessageQueueAveragely
-from client.instance import FindBrokerResult
-from client.offset_store import RemoteBrokerOffsetStore
-from client.process_queue import PULL_MAX_IDLE_TIME_MS
-from client.rebalance import ConsumeFromWhere, MessageModel, PullRequest, RebalancePushImpl
-from protocol.bodies import LockBatchRequestBody, MessageQueue, build_subscription_data
-from protocol.errors import QueryNotFoundError
+from aiorocketmq.client.allocate import AllocateMessageQueueAveragely
+from aiorocketmq.client.instance import FindBrokerResult
+from aiorocketmq.client.offset_store import RemoteBrokerOffsetStore
+from aiorocketmq.client.process_queue import PULL_MAX_IDLE_TIME_MS
+from aiorocketmq.client.rebalance import (
+    ConsumeFromWhere,
+    MessageModel,
+    PullRequest,
+    RebalancePushImpl,
+)
+from aiorocketmq.protocol.bodies import LockBatchRequestBody, MessageQueue, build_subscription_data
+from aiorocketmq.protocol.errors import QueryNotFoundError
 
 T = "T"
 

@@ -12,11 +12,11 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from protocol.channel import Channel
-from protocol.codes import ResponseCode
-from protocol.command import RemotingCommand
-from protocol.errors import ConnectionClosedError, RemotingConnectError
-from server.remoting import RemotingServer
+from aiorocketmq.protocol.channel import Channel
+from aiorocketmq.protocol.codes import ResponseCode
+from aiorocketmq.protocol.command import RemotingCommand
+from aiorocketmq.protocol.errors import ConnectionClosedError, RemotingConnectError
+from aiorocketmq.server.remoting import RemotingServer
 
 pytestmark = pytest.mark.timeout(30)
 

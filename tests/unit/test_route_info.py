@@ -11,10 +11,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from protocol.bodies import DataVersion, TopicConfig
-from protocol.codes import Perm, TopicSysFlag
-from protocol.errors import ProtocolError
-from server.namesrv.route_info import MAX_QUEUE_NUMS, RouteInfoManager
+from aiorocketmq.protocol.bodies import DataVersion, TopicConfig
+from aiorocketmq.protocol.codes import Perm, TopicSysFlag
+from aiorocketmq.protocol.errors import ProtocolError
+from aiorocketmq.server.namesrv.route_info import MAX_QUEUE_NUMS, RouteInfoManager
 
 CLUSTER = "DefaultCluster"
 ADDR_A0 = "10.0.0.1:10911"

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from protocol.codes import RequestCode
-from protocol.command import RemotingCommand
-from protocol.errors import HeaderError
-from protocol.headers import SendMessageRequestHeaderV2, decode_send_request_header
+from aiorocketmq.protocol.codes import RequestCode
+from aiorocketmq.protocol.command import RemotingCommand
+from aiorocketmq.protocol.errors import HeaderError
+from aiorocketmq.protocol.headers import SendMessageRequestHeaderV2, decode_send_request_header
 from tests.vectors import frame_bytes, frames_where
 
 

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from protocol.errors import MQClientError
-from spark_sink.offsets import (
+from aiorocketmq.protocol.errors import MQClientError
+from aiorocketmq.spark_sink.offsets import (
     EARLIEST,
     LATEST,
     QueueKey,
@@ -18,8 +18,12 @@ from spark_sink.offsets import (
     parse_offset_spec,
     resolve_spec,
 )
-from spark_sink.options import parse_duration_ms, parse_sink_options, parse_source_options
-from spark_sink.planning import backlog, plan_ranges, rate_limit, should_wait
+from aiorocketmq.spark_sink.options import (
+    parse_duration_ms,
+    parse_sink_options,
+    parse_source_options,
+)
+from aiorocketmq.spark_sink.planning import backlog, plan_ranges, rate_limit, should_wait
 
 queue_keys = st.builds(
     QueueKey,

@@ -8,11 +8,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from protocol.codes import MessageConst
-from protocol.errors import MQClientError
-from protocol.message import MessageExt, decode_message, encode_message
-from spark_sink.rows import RowBatchBuilder, message_to_tuple, source_schema
-from spark_sink.sink_mapping import (
+from aiorocketmq.protocol.codes import MessageConst
+from aiorocketmq.protocol.errors import MQClientError
+from aiorocketmq.protocol.message import MessageExt, decode_message, encode_message
+from aiorocketmq.spark_sink.rows import RowBatchBuilder, message_to_tuple, source_schema
+from aiorocketmq.spark_sink.sink_mapping import (
     PROP_BATCH_ID,
     PROP_PARTITION_ID,
     PROP_ROW_INDEX,

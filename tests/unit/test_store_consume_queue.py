@@ -5,8 +5,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from server.store.consume_queue import CQ_UNIT, ConsumeQueue
-from server.store.index import IndexService, index_key_hash
+from aiorocketmq.server.store.consume_queue import CQ_UNIT, ConsumeQueue
+from aiorocketmq.server.store.index import IndexService, index_key_hash
 
 
 def _queue(tmp_path, units_per_file: int = 4) -> ConsumeQueue:

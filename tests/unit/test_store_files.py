@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from server.store.checkpoint import AbortFile, StoreCheckpoint
-from server.store.config import MessageStoreConfig
-from server.store.dispatcher import compute_tags_code, parse_delay_levels
-from server.store.mapped_file import MappedFile, MappedFileQueue, offset_to_file_name
+from aiorocketmq.server.store.checkpoint import AbortFile, StoreCheckpoint
+from aiorocketmq.server.store.config import MessageStoreConfig
+from aiorocketmq.server.store.dispatcher import compute_tags_code, parse_delay_levels
+from aiorocketmq.server.store.mapped_file import MappedFile, MappedFileQueue, offset_to_file_name
 
 
 def test_config_defaults_are_upstream() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from server.store.index import (
+from aiorocketmq.server.store.index import (
     CRC32_MAGIC,
     INDEX_HEADER_SIZE,
     IndexService,

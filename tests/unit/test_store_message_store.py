@@ -10,8 +10,8 @@ from collections.abc import AsyncIterator, Callable
 
 import pytest
 
-from protocol.codes import MessageSysFlag, SystemTopic
-from protocol.message import (
+from aiorocketmq.protocol.codes import MessageSysFlag, SystemTopic
+from aiorocketmq.protocol.message import (
     BLANK_MAGIC_CODE,
     create_offset_msg_id,
     decode_message,
@@ -19,10 +19,10 @@ from protocol.message import (
     socket_address_to_bytes,
     tags_to_tags_code,
 )
-from server.store.config import MessageStoreConfig
-from server.store.consume_queue import ConsumeQueue
-from server.store.inner import MessageExtBrokerInner, PutMessageStatus
-from server.store.message_store import GetMessageStatus, MessageStore
+from aiorocketmq.server.store.config import MessageStoreConfig
+from aiorocketmq.server.store.consume_queue import ConsumeQueue
+from aiorocketmq.server.store.inner import MessageExtBrokerInner, PutMessageStatus
+from aiorocketmq.server.store.message_store import GetMessageStatus, MessageStore
 
 pytestmark = pytest.mark.timeout(120)
 

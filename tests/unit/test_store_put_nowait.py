@@ -12,8 +12,8 @@ import threading
 
 import pytest
 
-from server.store.inner import PutMessageResult, PutMessageStatus
-from server.store.message_store import GetMessageStatus, MessageStore
+from aiorocketmq.server.store.inner import PutMessageResult, PutMessageStatus
+from aiorocketmq.server.store.message_store import GetMessageStatus, MessageStore
 from tests.unit.test_store_message_store import _block_store_threads, msg, open_store, pull_all
 
 __all__ = ["open_store"]  # the fixture, re-exported for pytest

@@ -1,4 +1,4 @@
-"""Wire conformance against the captured Apache RocketMQ 4.9.7 frames (../shared/vectors).
+"""Wire conformance against the captured Apache RocketMQ 4.9.7 frames (tests/data/vectors).
 
 Every frame of frames.jsonl must split with ``FrameDecoder`` however the bytes arrive
 (whole, one byte at a time, hypothesis-chosen chunks, and as the concatenated stream of
@@ -17,11 +17,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from protocol.codes import LanguageCode, RequestCode, ResponseCode, SerializeType
-from protocol.command import RemotingCommand
-from protocol.errors import HeaderError
-from protocol.frame import FrameDecoder
-from protocol.headers import (
+from aiorocketmq.protocol.codes import LanguageCode, RequestCode, ResponseCode, SerializeType
+from aiorocketmq.protocol.command import RemotingCommand
+from aiorocketmq.protocol.errors import HeaderError
+from aiorocketmq.protocol.frame import FrameDecoder
+from aiorocketmq.protocol.headers import (
     REQUEST_HEADERS,
     RESPONSE_HEADERS,
     CommandHeader,

@@ -20,11 +20,11 @@ from typing import TYPE_CHECKING
 
 import structlog
 
-from protocol.bodies import TopicConfig
-from protocol.channel import Channel, Handler
-from protocol.codes import RequestCode, ResponseCode
-from protocol.command import RemotingCommand
-from protocol.headers import CreateTopicRequestHeader, DeleteTopicRequestHeader
+from aiorocketmq.protocol.bodies import TopicConfig
+from aiorocketmq.protocol.channel import Channel, Handler
+from aiorocketmq.protocol.codes import RequestCode, ResponseCode
+from aiorocketmq.protocol.command import RemotingCommand
+from aiorocketmq.protocol.headers import CreateTopicRequestHeader, DeleteTopicRequestHeader
 
 from ..topic_config import validate_topic
 

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from protocol.bodies import (
+from aiorocketmq.protocol.bodies import (
     BrokerStatsData,
     BrokerStatsItem,
     ConsumeStats,
@@ -49,17 +49,17 @@ from protocol.bodies import (
     properties_to_string,
     string_to_properties,
 )
-from protocol.channel import Channel, Handler
-from protocol.codes import CURRENT_VERSION, MQVersion, RequestCode, ResponseCode
-from protocol.command import RemotingCommand
-from protocol.errors import ProtocolError
-from protocol.headers import (
+from aiorocketmq.protocol.channel import Channel, Handler
+from aiorocketmq.protocol.codes import CURRENT_VERSION, MQVersion, RequestCode, ResponseCode
+from aiorocketmq.protocol.command import RemotingCommand
+from aiorocketmq.protocol.errors import ProtocolError
+from aiorocketmq.protocol.headers import (
     GetBrokerConfigResponseHeader,
     GetConsumeStatsInBrokerHeader,
     GetTopicStatsInfoRequestHeader,
     ViewBrokerStatsDataRequestHeader,
 )
-from server.store.config import MessageStoreConfig
+from aiorocketmq.server.store.config import MessageStoreConfig
 
 from ..config import STORE_KEYS, BrokerConfig, snake_to_camel, store_config_to_properties
 from ..stats import BrokerStatsManager

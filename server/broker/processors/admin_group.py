@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from protocol.bodies import (
+from aiorocketmq.protocol.bodies import (
     Connection,
     ConsumerConnection,
     ConsumeStats,
@@ -51,11 +51,11 @@ from protocol.bodies import (
     ResetOffsetBody,
     SubscriptionGroupConfig,
 )
-from protocol.channel import Channel, Handler
-from protocol.codes import LanguageCode, MQVersion, RequestCode, ResponseCode
-from protocol.command import RemotingCommand
-from protocol.errors import ProtocolError, RemotingError, RemotingTimeoutError
-from protocol.headers import (
+from aiorocketmq.protocol.channel import Channel, Handler
+from aiorocketmq.protocol.codes import LanguageCode, MQVersion, RequestCode, ResponseCode
+from aiorocketmq.protocol.command import RemotingCommand
+from aiorocketmq.protocol.errors import ProtocolError, RemotingError, RemotingTimeoutError
+from aiorocketmq.protocol.headers import (
     CloneGroupOffsetRequestHeader,
     ConsumeMessageDirectlyResultRequestHeader,
     DeleteSubscriptionGroupRequestHeader,
@@ -69,7 +69,7 @@ from protocol.headers import (
     QueryTopicConsumeByWhoRequestHeader,
     ResetOffsetRequestHeader,
 )
-from protocol.message import MessageDecodeError, decode_offset_msg_id
+from aiorocketmq.protocol.message import MessageDecodeError, decode_offset_msg_id
 
 from .admin_broker import _offset_wrapper, broker_stats_of
 

@@ -17,12 +17,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from protocol.bodies import CheckClientRequestBody, HeartbeatData
-from protocol.channel import Channel, Handler
-from protocol.codes import MixAll, Perm, RequestCode, ResponseCode, TopicSysFlag
-from protocol.command import RemotingCommand
-from protocol.errors import HeaderError, ProtocolError
-from protocol.headers import UnregisterClientRequestHeader
+from aiorocketmq.protocol.bodies import CheckClientRequestBody, HeartbeatData
+from aiorocketmq.protocol.channel import Channel, Handler
+from aiorocketmq.protocol.codes import MixAll, Perm, RequestCode, ResponseCode, TopicSysFlag
+from aiorocketmq.protocol.command import RemotingCommand
+from aiorocketmq.protocol.errors import HeaderError, ProtocolError
+from aiorocketmq.protocol.headers import UnregisterClientRequestHeader
 
 from ..client_manager import ClientChannelInfo
 

@@ -21,17 +21,17 @@ from typing import TYPE_CHECKING
 
 import structlog
 
-from protocol.bodies import ConsumerListBody
-from protocol.channel import Channel, Handler
-from protocol.codes import RequestCode, ResponseCode
-from protocol.command import RemotingCommand
-from protocol.headers import (
+from aiorocketmq.protocol.bodies import ConsumerListBody
+from aiorocketmq.protocol.channel import Channel, Handler
+from aiorocketmq.protocol.codes import RequestCode, ResponseCode
+from aiorocketmq.protocol.command import RemotingCommand
+from aiorocketmq.protocol.headers import (
     GetConsumerListByGroupRequestHeader,
     QueryConsumerOffsetRequestHeader,
     QueryConsumerOffsetResponseHeader,
     UpdateConsumerOffsetRequestHeader,
 )
-from server.store.config import MessageStoreConfig
+from aiorocketmq.server.store.config import MessageStoreConfig
 
 if TYPE_CHECKING:
     from ..controller import BrokerController

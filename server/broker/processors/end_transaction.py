@@ -25,12 +25,12 @@ from typing import TYPE_CHECKING
 
 import structlog
 
-from protocol.channel import Channel, Handler
-from protocol.codes import MessageConst, MessageSysFlag, RequestCode, ResponseCode
-from protocol.command import RemotingCommand
-from protocol.headers import EndTransactionRequestHeader
-from protocol.message import MessageExt
-from server.store.inner import PutMessageStatus
+from aiorocketmq.protocol.channel import Channel, Handler
+from aiorocketmq.protocol.codes import MessageConst, MessageSysFlag, RequestCode, ResponseCode
+from aiorocketmq.protocol.command import RemotingCommand
+from aiorocketmq.protocol.headers import EndTransactionRequestHeader
+from aiorocketmq.protocol.message import MessageExt
+from aiorocketmq.server.store.inner import PutMessageStatus
 
 from ..transaction import TransactionalMessageService, end_message_transaction
 

@@ -15,11 +15,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from protocol.bodies import LockBatchRequestBody, LockBatchResponseBody, UnlockBatchRequestBody
-from protocol.channel import Channel, Handler
-from protocol.codes import RequestCode, ResponseCode
-from protocol.command import RemotingCommand
-from protocol.errors import HeaderError, ProtocolError
+from aiorocketmq.protocol.bodies import (
+    LockBatchRequestBody,
+    LockBatchResponseBody,
+    UnlockBatchRequestBody,
+)
+from aiorocketmq.protocol.channel import Channel, Handler
+from aiorocketmq.protocol.codes import RequestCode, ResponseCode
+from aiorocketmq.protocol.command import RemotingCommand
+from aiorocketmq.protocol.errors import HeaderError, ProtocolError
 
 from ..rebalance_lock import RebalanceLockManager
 

@@ -33,11 +33,11 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from protocol.bodies import SubscriptionData, build_subscription_data
-from protocol.channel import Channel, Handler
-from protocol.codes import Perm, PullSysFlag, RequestCode, ResponseCode
-from protocol.command import RemotingCommand
-from protocol.headers import PullMessageRequestHeader, PullMessageResponseHeader
+from aiorocketmq.protocol.bodies import SubscriptionData, build_subscription_data
+from aiorocketmq.protocol.channel import Channel, Handler
+from aiorocketmq.protocol.codes import Perm, PullSysFlag, RequestCode, ResponseCode
+from aiorocketmq.protocol.command import RemotingCommand
+from aiorocketmq.protocol.headers import PullMessageRequestHeader, PullMessageResponseHeader
 
 from ..long_polling import PullRequest
 

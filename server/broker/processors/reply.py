@@ -28,17 +28,21 @@ from typing import TYPE_CHECKING
 
 import structlog
 
-from protocol.channel import Channel, Handler
-from protocol.codes import MessageConst, RequestCode, ResponseCode
-from protocol.command import RemotingCommand
-from protocol.errors import RemotingError
-from protocol.headers import (
+from aiorocketmq.protocol.channel import Channel, Handler
+from aiorocketmq.protocol.codes import MessageConst, RequestCode, ResponseCode
+from aiorocketmq.protocol.command import RemotingCommand
+from aiorocketmq.protocol.errors import RemotingError
+from aiorocketmq.protocol.headers import (
     ReplyMessageRequestHeader,
     SendMessageRequestHeader,
     decode_send_request_header,
 )
-from protocol.message import decode_properties, encode_properties, socket_address_to_bytes
-from server.store.inner import MessageExtBrokerInner, PutMessageStatus
+from aiorocketmq.protocol.message import (
+    decode_properties,
+    encode_properties,
+    socket_address_to_bytes,
+)
+from aiorocketmq.server.store.inner import MessageExtBrokerInner, PutMessageStatus
 
 if TYPE_CHECKING:
     from ..controller import BrokerController

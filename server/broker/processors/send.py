@@ -37,9 +37,9 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from protocol.bodies import TopicConfig
-from protocol.channel import Channel, Handler
-from protocol.codes import (
+from aiorocketmq.protocol.bodies import TopicConfig
+from aiorocketmq.protocol.channel import Channel, Handler
+from aiorocketmq.protocol.codes import (
     MessageConst,
     MessageSysFlag,
     MixAll,
@@ -48,17 +48,17 @@ from protocol.codes import (
     ResponseCode,
     TopicSysFlag,
 )
-from protocol.command import RemotingCommand
-from protocol.errors import HeaderError, ProtocolError
-from protocol.headers import SendMessageRequestHeader, decode_send_request_header
-from protocol.message import (
+from aiorocketmq.protocol.command import RemotingCommand
+from aiorocketmq.protocol.errors import HeaderError, ProtocolError
+from aiorocketmq.protocol.headers import SendMessageRequestHeader, decode_send_request_header
+from aiorocketmq.protocol.message import (
     MAX_TOPIC_LENGTH,
     decode_batch,
     decode_properties,
     encode_properties,
     socket_address_to_bytes,
 )
-from server.store.inner import MessageExtBrokerInner, PutMessageResult, PutMessageStatus
+from aiorocketmq.server.store.inner import MessageExtBrokerInner, PutMessageResult, PutMessageStatus
 
 from ..topic_config import validate_topic
 

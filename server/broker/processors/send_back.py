@@ -41,9 +41,9 @@ from typing import TYPE_CHECKING
 
 import structlog
 
-from protocol.bodies import SubscriptionGroupConfig
-from protocol.channel import Channel, Handler
-from protocol.codes import (
+from aiorocketmq.protocol.bodies import SubscriptionGroupConfig
+from aiorocketmq.protocol.channel import Channel, Handler
+from aiorocketmq.protocol.codes import (
     MessageConst,
     MixAll,
     MQVersion,
@@ -52,10 +52,10 @@ from protocol.codes import (
     ResponseCode,
     TopicSysFlag,
 )
-from protocol.command import RemotingCommand
-from protocol.headers import ConsumerSendMsgBackRequestHeader
-from protocol.message import MessageExt, encode_properties, socket_address_to_bytes
-from server.store.inner import MessageExtBrokerInner, PutMessageResult, PutMessageStatus
+from aiorocketmq.protocol.command import RemotingCommand
+from aiorocketmq.protocol.headers import ConsumerSendMsgBackRequestHeader
+from aiorocketmq.protocol.message import MessageExt, encode_properties, socket_address_to_bytes
+from aiorocketmq.server.store.inner import MessageExtBrokerInner, PutMessageResult, PutMessageStatus
 
 if TYPE_CHECKING:
     from ..controller import BrokerController

@@ -1,0 +1,115 @@
+"""The distribution as a user installs it: one wheel, one top-level import name.
+
+Builds the wheel from this checkout, installs it into a fresh venv outside the repository,
+and checks that it exposes exactly ``aiorocketmq`` (an application's own ``client.py`` or
+``server/`` can neither shadow us nor be shadowed), that the documented imports and the
+console scripts work there, and that the old top-level names do not exist.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+pytestmark = pytest.mark.timeout(600)
+
+
+def run(*argv: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run([str(a) for a in argv], cwd=cwd, capture_output=True, text=True,
+                          timeout=540)
+    assert proc.returncode == 0, f"{argv} exited {proc.returncode}\n{proc.stdout}\n{proc.stderr}"
+    return proc
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("wheel")
+    run(sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", out, ROOT, cwd=out)
+    (whl,) = out.glob("aiorocketmq-*.whl")
+    return whl
+
+
+@pytest.fixture(scope="module")
+def venv(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    home = tmp_path_factory.mktemp("venv")
+    run(sys.executable, "-m", "venv", home / "v", cwd=home)
+    run(home / "v" / "bin" / "python", "-m", "pip", "install", "-q", "--disable-pip-version-check",
+        wheel, cwd=home)
+    return home / "v"
+
+
+def test_wheel_has_one_top_level_name(wheel: Path) -> None:
+    with zipfile.ZipFile(wheel) as zf:
+        names = zf.namelist()
+        top = {n.split("/", 1)[0] for n in names if not n.split("/", 1)[0].endswith(".dist-info")}
+        (top_level,) = [n for n in names if n.endswith(".dist-info/top_level.txt")]
+        declared = zf.read(top_level).decode().split()
+        metadata = zf.read(top_level.replace("top_level.txt", "METADATA")).decode()
+    assert top == {"aiorocketmq"}
+    assert declared == ["aiorocketmq"]
+    # Every part of the package is in the wheel as files, not as links to the checkout.
+    for part in ("protocol", "server", "client", "spark_sink", "bench"):
+        assert f"aiorocketmq/{part}/__init__.py" in names, part
+    assert "aiorocketmq/server/broker/controller.py" in names
+    assert "aiorocketmq/protocol/py.typed" in names
+    assert "License-Expression: Apache-2.0" in metadata
+
+
+def test_installed_package_imports_as_documented(venv: Path, tmp_path: Path) -> None:
+    py = venv / "bin" / "python"
+    code = (
+        "import aiorocketmq, aiorocketmq.server.broker.controller, aiorocketmq.server.namesrv.main\n"
+        "from aiorocketmq import Producer, PushConsumer, LitePullConsumer, Message\n"
+        "from aiorocketmq.client import Producer as P\n"
+        "assert Producer is P\n"
+        "assert Message(topic='T', body=b'x').topic == 'T'\n"
+        "import sys\n"
+        "assert 'aiorocketmq.server' in sys.modules\n"
+        "print(aiorocketmq.__file__)\n"
+    )
+    proc = run(py, "-c", code, cwd=tmp_path)
+    assert str(venv) in proc.stdout, proc.stdout  # the installed copy, not the checkout
+
+
+def test_the_top_level_names_load_on_first_use(venv: Path, tmp_path: Path) -> None:
+    code = ("import sys, aiorocketmq\n"
+            "print('aiorocketmq.client' in sys.modules)\n"
+            "aiorocketmq.PushConsumer\n"
+            "print('aiorocketmq.client' in sys.modules, 'PushConsumer' in dir(aiorocketmq))\n")
+    proc = run(venv / "bin" / "python", "-c", code, cwd=tmp_path)
+    assert proc.stdout.split() == ["False", "True", "True"]
+
+
+@pytest.mark.parametrize("name", ["client", "server", "protocol", "spark_sink", "bench"])
+def test_old_top_level_names_do_not_exist(venv: Path, tmp_path: Path, name: str) -> None:
+    proc = subprocess.run([str(venv / "bin" / "python"), "-c", f"import {name}"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode != 0
+    assert f"No module named '{name}'" in proc.stderr
+
+
+def test_an_application_with_its_own_client_module_is_not_shadowed(venv: Path,
+                                                                  tmp_path: Path) -> None:
+    (tmp_path / "client.py").write_text("WHO = 'the application'\n")
+    (tmp_path / "server").mkdir()
+    (tmp_path / "server" / "__init__.py").write_text("WHO = 'the application'\n")
+    code = ("import client, server\n"
+            "from aiorocketmq.client import Producer\n"
+            "from aiorocketmq.server.broker.config import BrokerConfig\n"
+            "print(client.WHO, server.WHO, Producer.__module__, BrokerConfig.__module__)\n")
+    proc = run(venv / "bin" / "python", "-c", code, cwd=tmp_path)
+    assert proc.stdout.split() == [
+        "the", "application", "the", "application",
+        "aiorocketmq.client.producer", "aiorocketmq.server.broker.config"]
+
+
+@pytest.mark.parametrize("script", ["mqnamesrv", "mqbroker", "mqadmin", "mqbench"])
+def test_console_scripts(venv: Path, tmp_path: Path, script: str) -> None:
+    proc = run(venv / "bin" / script, "--help", cwd=tmp_path)
+    assert "usage" in proc.stdout.lower()
