@@ -21,8 +21,46 @@ Families (all bounded by the registry's ``max_series``, overflow folded into ``o
   clients before their first heartbeat); each connection is counted once.
 * ``rocketmq_requests_total{code}``, ``rocketmq_responses_total{code}``: remoting.py.
 
-Upstream has no Prometheus endpoint in 4.9.x (its exporter is a separate project that
-polls the admin API); the names follow that exporter's ``rocketmq_`` prefix.
+Upstream has no Prometheus endpoint in 4.9.x: its exporter (Apache ``rocketmq-exporter``) is
+a separate process that polls the admin API. So that dashboards and alert rules built for
+that exporter work unchanged, the broker also serves its families, same names, label names
+and label order, same values (exporter.py computes them at scrape time and documents the
+sources and the few divergences). ``cluster`` is brokerClusterName, ``broker`` brokerName,
+``brokerIP`` the registered ``ip:port``; TPS are the last minute's per-second rates rounded
+to two decimals; sizes are stored record bytes:
+
+* ``rocketmq_producer_tps{cluster,broker,topic}`` (messages/s),
+  ``rocketmq_producer_message_size{cluster,broker,topic}`` (bytes/s): TOPIC_PUT_NUMS /
+  TOPIC_PUT_SIZE, retry and DLQ topics left out.
+* ``rocketmq_consumer_tps{cluster,broker,topic,group}`` (messages/s),
+  ``rocketmq_consumer_message_size{...}`` (bytes/s): GROUP_GET_NUMS / GROUP_GET_SIZE;
+  ``rocketmq_send_back_nums{...}``: SNDBCK_PUT_NUMS over the last minute (a count).
+* ``rocketmq_broker_tps{cluster,brokerIP,broker}``, ``rocketmq_broker_qps{...}``: the whole
+  broker's BROKER_PUT_NUMS / BROKER_GET_NUMS (messages/s), 0 before any traffic.
+* ``rocketmq_producer_offset{cluster,broker,topic}``: sum of the topic's queue max offsets
+  (messages ever stored); ``rocketmq_topic_retry_offset{cluster,broker,topic}`` for
+  ``%RETRY%`` topics, ``rocketmq_topic_dlq_offset{cluster,broker,group}`` for ``%DLQ%`` ones.
+* ``rocketmq_consumer_offset{cluster,broker,topic,group}``: sum of the group's committed
+  offsets on the topic's queues (0 for a queue never committed).
+* ``rocketmq_group_diff{group,topic,countOfOnlineConsumers,msgModel}``: sum over the queues
+  of broker offset minus committed offset (messages behind), CLUSTERING groups only
+  (``msgModel="1"``); ``rocketmq_group_retrydiff`` / ``rocketmq_group_dlqdiff`` likewise for
+  retry / DLQ topics.
+* ``rocketmq_group_get_latency_by_storetime{cluster,broker,topic,group}``: ms between now and
+  the store time of the oldest message the group has yet to consume (max over queues; 0 when
+  caught up).
+* ``rocketmq_group_count{caddr,localaddr,group}``: online consumers (connections) of a group,
+  ``caddr`` / ``localaddr`` the comma-joined client addresses / client ids;
+  ``rocketmq_producer_count{cluster,broker,group}``: producer connections per group.
+* ``rocketmq_brokeruntime_*{cluster,brokerIP,brokerHost,des,boottime,broker_version}``: one
+  gauge per GET_BROKER_RUNTIME_INFO key, as the exporter parses it (``put_tps10`` / ``60`` /
+  ``600`` from ``putTps``, ``msg_put_total_today_now``, ``commitlog_maxoffset``,
+  ``commitlogdir_capacity_free`` in bytes, ...; ``des`` is brokerVersionDesc, ``boottime``
+  bootTimestamp); ``rocketmq_brokeruntime_pmdt_<band>``: puts per latency band since the
+  current minute began, from ``rocketmq_store_append_seconds``.
+
+Our own names stay: they are counters (``rate()`` works at any resolution, no minute
+smoothing) and ``rocketmq_consumer_lag`` is per queue.
 """
 
 from __future__ import annotations
@@ -31,13 +69,19 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from ..broker.stats import GROUP_GET_NUMS, GROUP_GET_SIZE, TOPIC_PUT_NUMS, TOPIC_PUT_SIZE
-from .registry import Sample
+from .exporter import PMDT_BANDS, ExporterFamilies
+from .registry import LATENCY_BUCKETS, Sample
 from .service import ServerMetrics
 
 if TYPE_CHECKING:
     from ..broker.controller import BrokerController
 
-__all__ = ["BrokerMetrics"]
+__all__ = ["BrokerMetrics", "APPEND_BUCKETS"]
+
+# The request buckets plus every edge of the exporter's put-latency bands (200 ms, 2 s, 3 s,
+# 4 s), so ``rocketmq_brokeruntime_pmdt_*`` can be read off this histogram.
+APPEND_BUCKETS = tuple(sorted(set(LATENCY_BUCKETS) | {
+    edge for _, lo, hi in PMDT_BANDS for edge in (lo, hi) if 0 < edge < float("inf")}))
 
 
 class BrokerMetrics(ServerMetrics):
@@ -85,7 +129,8 @@ class BrokerMetrics(ServerMetrics):
             "Time from a message's arrival to the answer of the parked pull it woke.")
         append = registry.histogram(
             "rocketmq_store_append_seconds",
-            "Time a put spends appending and dispatching (flush wait excluded).")
+            "Time a put spends appending and dispatching (flush wait excluded).",
+            buckets=APPEND_BUCKETS)
         store = broker.store
         registry.gauge_func(
             "rocketmq_commitlog_bytes", "Commit log size: max physical offset minus min.", (),
@@ -96,7 +141,9 @@ class BrokerMetrics(ServerMetrics):
         registry.gauge_func(
             "rocketmq_connections", "Client connections by role.", ("role",),
             lambda: _connections(broker))
-        store.append_observer = append.labels().observe
+        append_series = append.labels()
+        ExporterFamilies(broker, append_series).register(registry)
+        store.append_observer = append_series.observe
         broker.pull_hold.wake_observer = wake.labels().observe
 
 

@@ -318,6 +318,7 @@ class Registry:
     def __init__(self, *, max_series: int = DEFAULT_MAX_SERIES) -> None:
         self.max_series = max_series
         self._families: dict[str, _Family] = {}
+        self._collect_hooks: list[Callable[[], None]] = []
 
     def _add(self, family: _Family) -> None:
         if not _METRIC_NAME.match(family.name):
@@ -365,11 +366,17 @@ class Registry:
         """A gauge whose series ``func`` yields at each scrape."""
         self._add(_FuncFamily("gauge", name, help, labels, self._bound(max_series), func))
 
+    def add_collect_hook(self, hook: Callable[[], None]) -> None:
+        """Call ``hook`` at the start of every ``render()``, before the families' functions."""
+        self._collect_hooks.append(hook)
+
     def get(self, name: str) -> _Family | None:
         return self._families.get(name)
 
     def render(self) -> str:
         """Every family in the text exposition format 0.0.4."""
+        for hook in self._collect_hooks:
+            hook()
         out: list[str] = []
         for family in self._families.values():
             out.append(f"# HELP {family.name} {_escape_help(family.help)}\n")

@@ -15,7 +15,12 @@ from pathlib import Path
 import pytest
 
 from aiorocketmq.client import Message, Producer, PullResult, PullStatus
+from aiorocketmq.client.admin.api import MQAdmin
 from aiorocketmq.client.pull_consumer import PullConsumer
+from aiorocketmq.protocol.bodies import BrokerStatsData
+from aiorocketmq.protocol.codes import RequestCode
+from aiorocketmq.protocol.headers import ViewBrokerStatsDataRequestHeader
+from aiorocketmq.server.metrics.exporter import family_names, fixed_double
 from tests.procs import ServerProcess, broker_process, namesrv_process
 from tests.unit.test_metrics import Family, parse_exposition
 
@@ -28,6 +33,8 @@ M = 7  # messages consumed and committed
 BODY = b"m" * 100
 TOPIC = "MetricsT"
 GROUP = "CG_metrics"
+CLUSTER = "DefaultCluster"
+BROKER = "broker-a"  # broker_process's default name
 
 
 def metrics_address(proc: ServerProcess) -> str:
@@ -64,6 +71,13 @@ def sample(fams: dict[str, Family], name: str, **labels: str) -> float:
     found = [v for n, ls, v in fam.samples if n == name and ls == labels]
     assert len(found) <= 1
     return found[0] if found else 0.0
+
+
+def matching(fams: dict[str, Family], name: str, **labels: str
+             ) -> list[tuple[dict[str, str], float]]:
+    """The samples of ``name`` whose labels include ``labels``."""
+    return [(ls, v) for n, ls, v in fams[name].samples
+            if n == name and labels.items() <= ls.items()]
 
 
 def total(fams: dict[str, Family], name: str) -> float:
@@ -150,6 +164,8 @@ async def test_broker_and_namesrv_metrics_move_by_exact_amounts(
         await eventually(br_metrics,
                          lambda f: sample(f, "rocketmq_connections", role="consumer") >= 1,
                          "the consumer's heartbeat", timeout=45)
+        await check_exporter_families(namesrv.address, broker.address, br_metrics,
+                                      record_size)
 
         # A long poll past the end is held (not slow), then woken by one more message.
         blocked: asyncio.Task[PullResult] = asyncio.create_task(
@@ -188,6 +204,77 @@ async def test_broker_and_namesrv_metrics_move_by_exact_amounts(
     lines = await log_eventually(namesrv, r"remoting\.request .*code=REGISTER_BROKER",
                                  "a DEBUG request line")
     assert all(k in lines[0] for k in ("opaque=", "peer=", "duration_ms="))
+
+
+async def check_exporter_families(namesrv_addr: str, broker_addr: str, br_metrics: str,
+                                  record_size: int) -> None:
+    """rocketmq-exporter's families after N sends and M committed by GROUP (one queue)."""
+    online = {"group": GROUP, "topic": TOPIC, "countOfOnlineConsumers": "1", "msgModel": "1"}
+    fams = await eventually(
+        br_metrics, lambda f: bool(matching(f, "rocketmq_group_diff", **online)),
+        "the group's diff with its online consumer")
+    for name in family_names():
+        assert fams[name].type == "gauge", name
+    # RMQMetricsCollector's label lists, names and order.
+    topic_labels = {"cluster": CLUSTER, "broker": BROKER, "topic": TOPIC}
+    group_labels = {**topic_labels, "group": GROUP}
+    assert sample(fams, "rocketmq_producer_offset", **topic_labels) == N
+    assert sample(fams, "rocketmq_consumer_offset", **group_labels) == M
+    assert sample(fams, "rocketmq_group_diff", **online) == N - M
+    assert matching(fams, "rocketmq_group_retrydiff", group=GROUP) == []
+    lag_ms = sample(fams, "rocketmq_group_get_latency_by_storetime", **group_labels)
+    assert 0 < lag_ms < 600_000  # the oldest unconsumed message was stored during this test
+    ((count_labels, count),) = matching(fams, "rocketmq_group_count", group=GROUP)
+    assert count == 1 and re.fullmatch(r"127\.0\.0\.1:\d+", count_labels["caddr"])
+    assert count_labels["localaddr"]  # the client id
+    assert [ls for ls, _ in matching(fams, "rocketmq_broker_tps")] == [
+        {"cluster": CLUSTER, "brokerIP": broker_addr, "broker": BROKER}]
+
+    async with MQAdmin(namesrv_addr) as admin:
+        runtime = await admin.broker_runtime_info(broker_addr)
+        labels = {"cluster": CLUSTER, "brokerIP": broker_addr, "brokerHost": "",
+                  "des": runtime["brokerVersionDesc"], "boottime": runtime["bootTimestamp"],
+                  "broker_version": runtime["brokerVersion"]}
+        assert labels["des"].startswith("V4_9_")
+        fams = await scrape(br_metrics)
+        for name, key in (("rocketmq_brokeruntime_commitlog_maxoffset", "commitLogMaxOffset"),
+                          ("rocketmq_brokeruntime_msg_put_total_today_now", "msgPutTotalTodayNow"),
+                          ("rocketmq_brokeruntime_put_message_size_total", "putMessageSizeTotal")):
+            assert sample(fams, name, **labels) == int(runtime[key]), name
+        assert sample(fams, "rocketmq_brokeruntime_commitlog_maxoffset", **labels) == \
+            N * record_size
+        assert sample(fams, "rocketmq_brokeruntime_msg_put_total_today_now", **labels) == N
+        assert sample(fams, "rocketmq_brokeruntime_msg_gettotal_today_now", **labels) == M
+        assert sample(fams, "rocketmq_brokeruntime_commitlogdir_capacity_total", **labels) > 0
+        pmdt = sum(v for n in family_names() if n.startswith("rocketmq_brokeruntime_pmdt_")
+                   for _, v in matching(fams, n, **labels))
+        assert 0 <= pmdt <= N
+
+        # The TPS families are the VIEW_BROKER_STATS_DATA minute views, rounded to 2 places.
+        async def minute_tps(stats_name: str, stats_key: str) -> float:
+            header = ViewBrokerStatsDataRequestHeader(stats_name=stats_name, stats_key=stats_key)
+            response = await admin.invoke(broker_addr, RequestCode.VIEW_BROKER_STATS_DATA, header)
+            return fixed_double(BrokerStatsData.decode(response.body or b"").stats_minute.tps)
+
+        checks = (
+            ("rocketmq_producer_tps", topic_labels, "TOPIC_PUT_NUMS", TOPIC),
+            ("rocketmq_producer_message_size", topic_labels, "TOPIC_PUT_SIZE", TOPIC),
+            ("rocketmq_consumer_tps", group_labels, "GROUP_GET_NUMS", f"{TOPIC}@{GROUP}"),
+            ("rocketmq_consumer_message_size", group_labels, "GROUP_GET_SIZE", f"{TOPIC}@{GROUP}"),
+            ("rocketmq_broker_tps", {"broker": BROKER}, "BROKER_PUT_NUMS", CLUSTER),
+            ("rocketmq_broker_qps", {"broker": BROKER}, "BROKER_GET_NUMS", CLUSTER),
+        )
+        for name, name_labels, stats_name, stats_key in checks:
+            # The view moves at 10 s sampling boundaries: retry until both reads agree.
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + 30
+            while True:
+                expected = await minute_tps(stats_name, stats_key)
+                ((_, got),) = matching(await scrape(br_metrics), name, **name_labels)
+                if got == expected or loop.time() > deadline:
+                    break
+                await asyncio.sleep(0.1)
+            assert got == expected, name
 
 
 async def test_metrics_port_off_by_default(
