@@ -14,11 +14,18 @@ The client's everyday names are importable from here::
 
 They are resolved on first use (PEP 562), so ``import aiorocketmq.server`` does not load
 the client.
+
+Logging goes through the standard ``logging`` module under the ``aiorocketmq`` logger, which
+has a ``NullHandler``: silent until the application configures logging (see
+``aiorocketmq.logs``).
 """
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Any
+
+logging.getLogger(__name__).addHandler(logging.NullHandler())
 
 __all__ = [
     "Producer",

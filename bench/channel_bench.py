@@ -29,8 +29,6 @@ from typing import cast
 if __package__ in (None, ""):  # run as a script: make the repo root importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import structlog
-
 from aiorocketmq.protocol.channel import Channel
 from aiorocketmq.protocol.codes import RequestCode
 from aiorocketmq.protocol.command import RemotingCommand
@@ -183,7 +181,7 @@ async def run_all(loop_name: str) -> None:
 
 
 def main() -> None:
-    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
+    logging.basicConfig(level=logging.WARNING)
     print(f"python {sys.version.split()[0]}; client and server in one process, one loop")
     if uvloop is not None:
         uvloop.run(run_all("uvloop"))

@@ -34,8 +34,6 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a script: make the repo root importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import structlog
-
 from aiorocketmq.protocol.bodies import (
     DataVersion,
     RegisterBrokerBody,
@@ -138,7 +136,6 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--warmup", type=float, default=1.0)
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
-    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
     try:
         import uvloop
         asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())

@@ -18,8 +18,7 @@ from bisect import bisect_left
 from collections.abc import Callable, Iterable, Sequence
 from typing import Protocol, TypeVar
 
-import structlog
-
+from aiorocketmq.logs import get_logger
 from aiorocketmq.protocol.errors import MQClientError
 
 __all__ = [
@@ -36,7 +35,7 @@ __all__ = [
     "queue_to_string",
 ]
 
-log = structlog.get_logger("aiorocketmq.client.allocate")
+log = get_logger("aiorocketmq.client.allocate")
 
 
 class QueueLike(Protocol):

@@ -43,8 +43,7 @@ import random
 from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
-import structlog
-
+from aiorocketmq.logs import get_logger
 from aiorocketmq.protocol.bodies import (
     ConsumeMessageDirectlyResult,
     ConsumerData,
@@ -60,7 +59,7 @@ from aiorocketmq.protocol.bodies import (
 from aiorocketmq.protocol.channel import Channel
 from aiorocketmq.protocol.codes import CURRENT_VERSION, MixAll, Perm, RequestCode, ResponseCode
 from aiorocketmq.protocol.command import RemotingCommand
-from aiorocketmq.protocol.errors import MQClientError
+from aiorocketmq.protocol.errors import MQClientError, TopicNotExistError
 from aiorocketmq.protocol.headers import (
     CheckTransactionStateRequestHeader,
     ConsumeMessageDirectlyResultRequestHeader,
@@ -91,7 +90,7 @@ __all__ = [
     "route_to_subscribe_queues",
 ]
 
-log = structlog.get_logger("aiorocketmq.client.instance")
+log = get_logger("aiorocketmq.client.instance")
 
 FAQ_URL = "\nSee http://rocketmq.apache.org/docs/faq/ for further details."
 LOCK_TIMEOUT = 3.0  # LOCK_TIMEOUT_MILLIS: route / heartbeat lock waits
@@ -412,6 +411,13 @@ class MQClientInstance:
                 route = await self.api.get_topic_route_info(topic)
         except asyncio.CancelledError:
             raise
+        except TopicNotExistError as exc:
+            # Expected, so debug: a producer's first send to a topic the broker will create
+            # through TBW102 (6.7), and a consumer's topic not created yet, which the
+            # rebalance reports as client.rebalance.no_route. Upstream warns here.
+            log.debug("client.instance.route_update_failed", topic=topic, default_topic=default_topic,
+                      error=str(exc))
+            return False
         except Exception as exc:
             if not topic.startswith(MixAll.RETRY_GROUP_TOPIC_PREFIX):
                 log.warning("client.instance.route_update_failed", topic=topic, default_topic=default_topic,

@@ -30,8 +30,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Protocol
 
-import structlog
-
+from aiorocketmq.logs import get_logger
 from aiorocketmq.protocol import fastjson
 from aiorocketmq.protocol.bodies import MessageQueue
 from aiorocketmq.protocol.errors import MQBrokerError, MQClientError, ProtocolError
@@ -47,7 +46,7 @@ __all__ = [
     "default_local_offset_dir",
 ]
 
-log = structlog.get_logger("aiorocketmq.client.offset_store")
+log = get_logger("aiorocketmq.client.offset_store")
 
 
 class ReadOffsetType(enum.Enum):

@@ -38,8 +38,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any, Protocol, cast
 
-import structlog
-
+from aiorocketmq.logs import get_logger
 from aiorocketmq.protocol.bodies import MessageQueue, TopicRouteData
 from aiorocketmq.protocol.codes import (
     MessageConst,
@@ -85,7 +84,7 @@ __all__ = [
     "SendCallback",
 ]
 
-log = structlog.get_logger("aiorocketmq.client.producer")
+log = get_logger("aiorocketmq.client.producer")
 
 _UNIQ_KEY = MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX
 _VALID_NAME = re.compile(r"^[%|a-zA-Z0-9_-]+$")

@@ -27,8 +27,7 @@ import asyncio
 import time
 from collections.abc import Iterable
 
-import structlog
-
+from aiorocketmq.logs import get_logger
 from aiorocketmq.protocol.bodies import (
     ConsumeMessageDirectlyResult,
     ConsumerRunningInfo,
@@ -62,7 +61,7 @@ from .rebalance import (
 
 __all__ = ["PullConsumer", "LitePullConsumer"]
 
-log = structlog.get_logger("aiorocketmq.client.pull_consumer")
+log = get_logger("aiorocketmq.client.pull_consumer")
 
 BROKER_SUSPEND_MAX_TIME_MS = 20_000  # brokerSuspendMaxTimeMillis
 CONSUMER_TIMEOUT_WHEN_SUSPEND = 30.0  # consumerTimeoutMillisWhenSuspend

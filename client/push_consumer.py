@@ -51,8 +51,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
-import structlog
-
+from aiorocketmq.logs import get_logger
 from aiorocketmq.protocol.bodies import (
     ConsumeMessageDirectlyResult,
     ConsumerRunningInfo,
@@ -95,7 +94,7 @@ __all__ = [
     "MessageListener",
 ]
 
-log = structlog.get_logger("aiorocketmq.client.push_consumer")
+log = get_logger("aiorocketmq.client.push_consumer")
 
 PULL_DELAY_FLOW_CONTROL = 0.05  # PULL_TIME_DELAY_MILLS_WHEN_FLOW_CONTROL
 PULL_DELAY_SUSPEND = 1.0  # PULL_TIME_DELAY_MILLS_WHEN_SUSPEND

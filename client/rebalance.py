@@ -30,8 +30,7 @@ import time
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Protocol
 
-import structlog
-
+from aiorocketmq.logs import get_logger
 from aiorocketmq.protocol.bodies import (
     LockBatchRequestBody,
     MessageQueue,
@@ -58,7 +57,7 @@ __all__ = [
     "parse_consume_timestamp",
 ]
 
-log = structlog.get_logger("aiorocketmq.client.rebalance")
+log = get_logger("aiorocketmq.client.rebalance")
 
 UNLOCK_DELAY = 20.0  # rocketmq.client.unlockDelayTimeMills
 LOCK_CALL_TIMEOUT = 1.0  # lock/unlock RPCs use 1000 ms upstream

@@ -26,8 +26,7 @@ import random
 import warnings
 from collections.abc import Callable, Mapping
 
-import structlog
-
+from aiorocketmq.logs import get_logger
 from aiorocketmq.protocol.channel import (
     CLIENT_ASYNC_PERMITS,
     CLIENT_ONEWAY_PERMITS,
@@ -50,7 +49,7 @@ from aiorocketmq.protocol.frame import DEFAULT_MAX_FRAME_LENGTH
 
 __all__ = ["RemotingClient", "parse_namesrv_addr"]
 
-log = structlog.get_logger("aiorocketmq.remoting.client")
+log = get_logger("aiorocketmq.remoting.client")
 
 DEFAULT_CONNECT_TIMEOUT = 3.0  # NettySystemConfig.connectTimeoutMillis
 

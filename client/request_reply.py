@@ -41,8 +41,7 @@ import time
 import uuid
 from typing import Any
 
-import structlog
-
+from aiorocketmq.logs import get_logger
 from aiorocketmq.protocol.channel import Channel
 from aiorocketmq.protocol.codes import (
     MessageConst,
@@ -77,7 +76,7 @@ __all__ = [
     "reply_message_from_push",
 ]
 
-log = structlog.get_logger("aiorocketmq.client.request_reply")
+log = get_logger("aiorocketmq.client.request_reply")
 
 _CORRELATION_ID = MessageConst.PROPERTY_CORRELATION_ID
 _REPLY_TO = MessageConst.PROPERTY_MESSAGE_REPLY_TO_CLIENT

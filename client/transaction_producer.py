@@ -40,8 +40,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-import structlog
-
+from aiorocketmq.logs import get_logger
 from aiorocketmq.protocol.codes import MessageConst, MessageSysFlag
 from aiorocketmq.protocol.errors import MQClientError, RocketMQError
 from aiorocketmq.protocol.headers import (
@@ -61,7 +60,7 @@ __all__ = [
     "CheckLocalTransaction",
 ]
 
-log = structlog.get_logger("aiorocketmq.client.transaction")
+log = get_logger("aiorocketmq.client.transaction")
 
 END_TRANSACTION_TIMEOUT = 3.0  # endTransactionOneway(..., 3000)
 

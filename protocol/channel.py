@@ -4,7 +4,9 @@ Contract (upstream ``NettyRemotingAbstract`` + ``ResponseFuture``; REMOTING.md 1
 
 * Reading: ``data_received`` feeds a ``FrameDecoder`` and drains every whole frame.
   Responses (flag bit 0) complete the pending entry of their opaque; an unmatched one is
-  logged (``remoting.response_unmatched``) and dropped. Requests go through the processor
+  logged (``remoting.response_unmatched``, a warning) and dropped, except the answer to a
+  request its caller cancelled (a consumer's pull at shutdown), which is expected and
+  logged at debug (``remoting.response_abandoned``; the last 1024 such opaques are kept). Requests go through the processor
   table (docs/ARCHITECTURE.md "Processor contract"): a plain handler runs inline, a
   coroutine result gets one task owned by the channel, ``None`` means the handler answers
   later with ``send_response``; oneway requests are never answered.
@@ -48,7 +50,7 @@ import socket
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Protocol, TypeAlias, cast
 
-import structlog
+from aiorocketmq.logs import get_logger
 
 from .codes import ResponseCode, RpcFlag
 from .command import RemotingCommand
@@ -76,7 +78,7 @@ __all__ = [
     "DEFAULT_IDLE_TIMEOUT",
 ]
 
-log = structlog.get_logger("aiorocketmq.remoting")
+log = get_logger("aiorocketmq.remoting")
 
 # Upstream NettySystemConfig / NettyServerConfig defaults.
 CLIENT_ASYNC_PERMITS = 65535  # clientAsyncSemaphoreValue
@@ -94,6 +96,13 @@ _FLUSH_AT = 256 * 1024  # queued bytes that trigger a flush before the end of th
 # Sync deadlines are rounded up to 1/128 s slots (exact in binary floating point), and each
 # slot has one timer: a per-request timer costs a timer handle created and cancelled per call.
 _SLOTS_PER_SECOND = 128
+_ABANDONED_KEPT = 1024  # opaques of cancelled requests remembered per channel
+
+
+def _note_abandoned(abandoned: dict[int, None], opaque: int) -> None:
+    abandoned[opaque] = None
+    if len(abandoned) > _ABANDONED_KEPT:
+        del abandoned[next(iter(abandoned))]
 
 _RESPONSE = int(RpcFlag.RESPONSE)
 _ONEWAY = int(RpcFlag.ONEWAY)
@@ -213,6 +222,7 @@ class ResponseFuture:
         "_permits",
         "_slot",
         "_table",
+        "_abandoned",
     )
 
     def __init__(
@@ -227,6 +237,7 @@ class ResponseFuture:
         callback: InvokeCallback | None = None,
         *,
         watch: bool = True,
+        abandoned: dict[int, None] | None = None,
     ) -> None:
         self.opaque = opaque
         self.request_code = request_code
@@ -237,6 +248,7 @@ class ResponseFuture:
         self._permits = permits
         self._slot: dict[int, ResponseFuture] | None = None  # a sync request's timeout slot
         self._table = table
+        self._abandoned = abandoned
         if watch:
             future.add_done_callback(self._on_done)
 
@@ -266,6 +278,8 @@ class ResponseFuture:
         table = self._table
         if table.get(self.opaque) is self:
             del table[self.opaque]
+            if fut.cancelled() and self._abandoned is not None:
+                _note_abandoned(self._abandoned, self.opaque)
         permits = self._permits
         if permits is not None:
             self._permits = None
@@ -326,6 +340,7 @@ class Channel(asyncio.Protocol):
         "local_addr",
         "attrs",
         "_pending",
+        "_abandoned",
         "_slots",
         "_slot_timers",
         "_tasks",
@@ -382,6 +397,7 @@ class Channel(asyncio.Protocol):
         self.local_addr = "?"
         self.attrs: dict[str, Any] = {}  # owner data, e.g. a broker's client id for this peer
         self._pending: dict[int, ResponseFuture] = {}
+        self._abandoned: dict[int, None] = {}  # opaques of requests their callers cancelled
         # slot number -> sync entries expiring at its end, and that slot's one timer
         self._slots: dict[int, dict[int, ResponseFuture]] = {}
         self._slot_timers: dict[int, asyncio.TimerHandle] = {}
@@ -529,8 +545,14 @@ class Channel(asyncio.Protocol):
     def _on_response(self, cmd: RemotingCommand) -> None:
         entry = self._pending.pop(cmd.opaque, None)
         if entry is None:
-            log.warning("remoting.response_unmatched", peer=self.remote_addr, opaque=cmd.opaque,
-                        code=cmd.code)
+            abandoned = self._abandoned
+            if cmd.opaque in abandoned:
+                del abandoned[cmd.opaque]
+                log.debug("remoting.response_abandoned", peer=self.remote_addr,
+                          opaque=cmd.opaque, code=cmd.code)
+            else:
+                log.warning("remoting.response_unmatched", peer=self.remote_addr,
+                            opaque=cmd.opaque, code=cmd.code)
             return
         fut = entry.future
         if not fut.done():
@@ -718,7 +740,7 @@ class Channel(asyncio.Protocol):
             RemotingTimeoutError: no response within ``timeout`` (also a TimeoutError).
             ConnectionClosedError: the connection is or became closed.
 
-        Cancelling the call forgets the request; a late response is logged as unmatched.
+        Cancelling the call forgets the request; a late response is dropped (debug log).
         """
         self._check_open(cmd)
         loop = self._loop
@@ -754,6 +776,8 @@ class Channel(asyncio.Protocol):
             pending = self._pending
             if pending.get(opaque) is entry:
                 del pending[opaque]
+                if fut.cancelled():
+                    _note_abandoned(self._abandoned, opaque)
 
     def _expire_slot(self, number: int) -> None:
         self._slot_timers.pop(number, None)
@@ -797,7 +821,8 @@ class Channel(asyncio.Protocol):
         ``RemotingTimeoutError`` once the periodic scan finds it past ``timeout`` + 1 s, or
         with ``ConnectionClosedError``. ``callback(response_future)`` runs exactly once when
         the request completes in any way; the permit is released at that moment.
-        Cancelling the returned future abandons the request (callback and release still run).
+        Cancelling the returned future abandons the request (callback and release still run;
+        a late response is dropped with a debug log).
 
         Raises:
             RemotingTooMuchRequestError: no permit within ``timeout``.
@@ -827,7 +852,7 @@ class Channel(asyncio.Protocol):
             raise
         fut: asyncio.Future[RemotingCommand] = loop.create_future()
         entry = ResponseFuture(cmd.opaque, cmd.code, timeout, deadline, fut, self._pending,
-                               permits, callback)
+                               permits, callback, abandoned=self._abandoned)
         self._register(entry)
         if self._eager:
             self._queue_eager(head, body)

@@ -32,8 +32,7 @@ import asyncio
 import warnings
 from collections.abc import Callable, Mapping
 
-import structlog
-
+from aiorocketmq.logs import get_logger
 from aiorocketmq.protocol.channel import (
     DEFAULT_IDLE_TIMEOUT,
     SCAN_INTERVAL,
@@ -50,7 +49,7 @@ from aiorocketmq.protocol.frame import DEFAULT_MAX_FRAME_LENGTH
 
 __all__ = ["RemotingServer"]
 
-log = structlog.get_logger("aiorocketmq.remoting.server")
+log = get_logger("aiorocketmq.remoting.server")
 
 ChannelOpenCallback = Callable[[Channel], None]
 ChannelCloseCallback = Callable[[Channel, "BaseException | None"], None]

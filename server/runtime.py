@@ -1,8 +1,9 @@
 """Process plumbing shared by ``mqnamesrv`` and ``mqbroker`` (and the client CLIs).
 
-* ``configure_logging``: structlog configured once per process; human-readable console
-  output by default, one JSON object per line with ``--log-format json``. Logs go to
-  stderr; stdout carries only the servers' readiness lines (tests read them).
+* ``configure_logging``: the root logger's one handler, rendering with structlog;
+  human-readable console output by default, one JSON object per line with
+  ``--log-format json``. Logs go to stderr; stdout carries only the servers' readiness
+  lines (tests read them). Library code never calls it (see ``aiorocketmq.logs``).
 * ``install_uvloop``: uvloop's event loop policy when importable.
 * ``serve_until_signalled``: run a server coroutine until SIGTERM/SIGINT, then stop it.
 * ``read_properties_file``: upstream's ``-c broker.conf`` / ``namesrv.properties`` files.
@@ -29,16 +30,23 @@ __all__ = [
 ]
 
 def configure_logging(fmt: str = "console", level: str = "INFO") -> None:
-    """Configure structlog (and stdlib logging underneath) for this process; a later call replaces it."""
+    """Give this process's root logger one stderr handler rendering events with structlog.
+
+    For the CLIs (and scripts that want their output), never for library code: our modules
+    log through stdlib ``logging`` (``aiorocketmq.logs``) and print nothing until someone
+    configures it. Records from our loggers are rendered from their event dict; records
+    from other libraries (asyncio, py4j, ...) get the same shape with their message as the
+    event. A later call replaces the handler.
+    """
     lvl = getattr(logging, level.upper(), logging.INFO)
-    logging.basicConfig(stream=sys.stderr, level=lvl, format="%(message)s", force=True)
     renderer: Any
     if fmt == "json":
         renderer = structlog.processors.JSONRenderer()
     else:
         renderer = structlog.dev.ConsoleRenderer(colors=False)
-    structlog.configure(
+    formatter = _Formatter(
         processors=[
+            structlog.stdlib.ProcessorFormatter.remove_processors_meta,
             structlog.contextvars.merge_contextvars,
             structlog.processors.add_log_level,
             structlog.processors.TimeStamper(fmt="iso", utc=True),
@@ -46,30 +54,42 @@ def configure_logging(fmt: str = "console", level: str = "INFO") -> None:
             structlog.processors.format_exc_info,
             renderer,
         ],
-        wrapper_class=structlog.make_filtering_bound_logger(lvl),
-        logger_factory=_StderrLoggerFactory(),
-        cache_logger_on_first_use=True,
     )
+    handler = _StderrHandler()
+    handler.setFormatter(formatter)
+    logging.basicConfig(level=lvl, handlers=[handler], force=True)
 
 
-class _StderrLogger:
-    """Writes each rendered line to whatever ``sys.stderr`` is *now*.
+class _Formatter(structlog.stdlib.ProcessorFormatter):
+    """ProcessorFormatter that also renders the traceback of our records: they carry it on
+    the record (so plain formatters print it too), where ProcessorFormatter does not look."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        msg = record.msg
+        if record.exc_info and isinstance(msg, dict) and hasattr(record, "_logger") \
+                and "exc_info" not in msg:
+            record = logging.makeLogRecord(record.__dict__)
+            record.msg = {**msg, "exc_info": record.exc_info}
+        return super().format(record)
+
+
+class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """Writes to whatever ``sys.stderr`` is *now* (as stdlib's ``lastResort`` does).
 
     Binding the stream at configuration time breaks when it is later replaced (pytest's
     capture, a daemon redirecting stderr): every log call would then hit a closed file.
     """
 
-    def msg(self, message: str) -> None:
-        stream = sys.stderr
-        stream.write(message + "\n")
-        stream.flush()
+    def __init__(self) -> None:
+        super().__init__(sys.stderr)
 
-    log = debug = info = warn = warning = error = critical = exception = fatal = msg
+    @property  # type: ignore[override]
+    def stream(self) -> Any:
+        return sys.stderr
 
-
-class _StderrLoggerFactory:
-    def __call__(self, *args: Any) -> _StderrLogger:
-        return _StderrLogger()
+    @stream.setter
+    def stream(self, value: Any) -> None:
+        pass
 
 
 def install_uvloop() -> bool:
@@ -90,11 +110,16 @@ def read_properties_file(path: str | Path) -> dict[str, str]:
     return string_to_properties(text)
 
 
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+
+
 def add_common_arguments(parser: Any) -> None:
     """Arguments every server CLI takes."""
     parser.add_argument("--log-format", choices=("console", "json"), default="console",
                         help="console (human readable, default) or json (one object per line)")
-    parser.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING, ERROR")
+    # Checked here: an unknown level used to fall back to INFO without a word.
+    parser.add_argument("--log-level", default="INFO", type=str.upper, choices=LOG_LEVELS,
+                        help="DEBUG, INFO, WARNING or ERROR (default INFO)")
 
 
 def serve_until_signalled(

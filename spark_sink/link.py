@@ -39,13 +39,12 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
-import structlog
-
 from aiorocketmq.client.allocate import AllocateMessageQueueAveragely, sort_cids, sort_queues
 from aiorocketmq.client.api import MQClientAPI, PullStatus
 from aiorocketmq.client.config import ClientConfig
 from aiorocketmq.client.remoting import RemotingClient
 from aiorocketmq.client.sync import LoopThread
+from aiorocketmq.logs import get_logger
 from aiorocketmq.protocol.bodies import (
     ConsumerData,
     HeartbeatData,
@@ -66,7 +65,7 @@ from .offsets import DataLossError, QueueKey
 
 __all__ = ["RocketMQLink", "BlockingLink", "RouteView", "DEFAULT_PIPELINE"]
 
-log = structlog.get_logger("aiorocketmq.spark")
+log = get_logger("aiorocketmq.spark")
 
 T = TypeVar("T")
 

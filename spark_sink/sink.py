@@ -27,11 +27,11 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import structlog
 from pyspark.sql.datasource import DataSourceStreamWriter, DataSourceWriter, WriterCommitMessage
 
 from aiorocketmq.client.producer import Producer
 from aiorocketmq.client.sync import LoopThread
+from aiorocketmq.logs import get_logger
 from aiorocketmq.protocol.bodies import MessageQueue
 from aiorocketmq.protocol.message import Message
 
@@ -51,7 +51,7 @@ if TYPE_CHECKING:
 __all__ = ["RocketMQBatchWriter", "RocketMQStreamWriter", "SinkCommitMessage",
            "write_partition", "select_by_index"]
 
-log = structlog.get_logger("aiorocketmq.spark")
+log = get_logger("aiorocketmq.spark")
 
 _SEND_CHUNK = 512  # rows handed to the loop thread per hop
 BATCH_ID_PROPERTY = "streaming.sql.batchId"  # MicroBatchExecution.BATCH_ID_KEY

@@ -38,7 +38,6 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import structlog
 from pyspark.sql.datasource import (
     DataSource,
     DataSourceReader,
@@ -55,6 +54,7 @@ from pyspark.sql.streaming.datasource import (
     SupportsTriggerAvailableNow,
 )
 
+from aiorocketmq.logs import get_logger
 from aiorocketmq.protocol.errors import RemotingError
 
 from .link import BlockingLink, RocketMQLink, RouteView
@@ -79,7 +79,7 @@ if TYPE_CHECKING:
 __all__ = ["RocketMQDataSource", "RocketMQStreamReader", "RocketMQBatchReader",
            "QueueRangePartition", "ReadSettings", "read_partition"]
 
-log = structlog.get_logger("aiorocketmq.spark")
+log = get_logger("aiorocketmq.spark")
 
 
 @dataclass(frozen=True, slots=True)

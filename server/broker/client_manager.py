@@ -25,8 +25,7 @@ import asyncio
 from collections.abc import Iterable
 from typing import Any
 
-import structlog
-
+from aiorocketmq.logs import get_logger
 from aiorocketmq.protocol.channel import Channel
 from aiorocketmq.protocol.codes import RequestCode
 from aiorocketmq.protocol.command import RemotingCommand
@@ -43,7 +42,7 @@ __all__ = [
     "HOUSEKEEPING_INTERVAL",
 ]
 
-log = structlog.get_logger("aiorocketmq.broker.clients")
+log = get_logger("aiorocketmq.broker.clients")
 
 CHANNEL_EXPIRED_TIMEOUT = 120.0  # ConsumerManager/ProducerManager.CHANNEL_EXPIRED_TIMEOUT, 120 s
 HOUSEKEEPING_INTERVAL = 10.0  # ClientHousekeepingService: every 10 s

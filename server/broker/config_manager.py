@@ -19,13 +19,12 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-import structlog
-
 from aiorocketmq.client.atomic_file import write_file_atomic
+from aiorocketmq.logs import get_logger
 
 __all__ = ["ConfigManager", "write_file_atomic"]
 
-log = structlog.get_logger("aiorocketmq.broker.config")
+log = get_logger("aiorocketmq.broker.config")
 
 
 class ConfigManager:

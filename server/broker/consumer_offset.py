@@ -12,15 +12,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import structlog
-
+from aiorocketmq.logs import get_logger
 from aiorocketmq.protocol.bodies import ConsumerOffsetSerializeWrapper
 
 from .config_manager import ConfigManager
 
 __all__ = ["ConsumerOffsetManager", "TOPIC_GROUP_SEPARATOR"]
 
-log = structlog.get_logger("aiorocketmq.broker.offset")
+log = get_logger("aiorocketmq.broker.offset")
 
 TOPIC_GROUP_SEPARATOR = "@"
 

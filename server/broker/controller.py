@@ -26,8 +26,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-import structlog
-
+from aiorocketmq.logs import get_logger
 from aiorocketmq.protocol.channel import Channel
 from aiorocketmq.protocol.codes import ResponseCode
 from aiorocketmq.protocol.command import RemotingCommand
@@ -65,7 +64,7 @@ from .transaction import (
 
 __all__ = ["BrokerController"]
 
-log = structlog.get_logger("aiorocketmq.broker")
+log = get_logger("aiorocketmq.broker")
 
 
 class BrokerController:

@@ -34,14 +34,13 @@ import asyncio
 import time
 from collections.abc import Callable
 
-import structlog
-
+from aiorocketmq.logs import get_logger
 from aiorocketmq.protocol.channel import Channel
 from aiorocketmq.protocol.command import RemotingCommand
 
 __all__ = ["PullRequest", "PullRequestHoldService", "CHECK_INTERVAL_MS"]
 
-log = structlog.get_logger("aiorocketmq.broker.long_polling")
+log = get_logger("aiorocketmq.broker.long_polling")
 
 CHECK_INTERVAL_MS = 5000  # PullRequestHoldService.run: waitForRunning(5 * 1000)
 

@@ -17,8 +17,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-import structlog
-
+from aiorocketmq.logs import get_logger
 from aiorocketmq.server.metrics import BrokerMetrics, add_metrics_arguments, apply_metrics_arguments
 from aiorocketmq.server.runtime import (
     add_common_arguments,
@@ -30,7 +29,7 @@ from aiorocketmq.server.runtime import (
 from .config import load_broker_configs
 from .controller import BrokerController
 
-log = structlog.get_logger("aiorocketmq.broker")
+log = get_logger("aiorocketmq.broker")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -25,9 +25,8 @@ import asyncio
 import zlib
 from collections.abc import Callable
 
-import structlog
-
 from aiorocketmq.client.remoting import RemotingClient
+from aiorocketmq.logs import get_logger
 from aiorocketmq.protocol.bodies import RegisterBrokerBody, TopicConfig, TopicConfigSerializeWrapper
 from aiorocketmq.protocol.codes import Perm, RequestCode, ResponseCode
 from aiorocketmq.protocol.command import RemotingCommand
@@ -38,7 +37,7 @@ from .config import BrokerConfig
 
 __all__ = ["BrokerOuterAPI", "FIRST_REGISTER_DELAY"]
 
-log = structlog.get_logger("aiorocketmq.broker.namesrv")
+log = get_logger("aiorocketmq.broker.namesrv")
 
 FIRST_REGISTER_DELAY = 10.0  # BrokerController.start: scheduleAtFixedRate(..., 1000 * 10, period)
 ONEWAY_PERMIT_TIMEOUT = 3.0

@@ -24,13 +24,12 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable
 
-import structlog
-
+from aiorocketmq.logs import get_logger
 from aiorocketmq.protocol.bodies import MessageQueue
 
 __all__ = ["RebalanceLockManager", "LockEntry", "REBALANCE_LOCK_MAX_LIVE_TIME_MS"]
 
-log = structlog.get_logger("aiorocketmq.broker.lock")
+log = get_logger("aiorocketmq.broker.lock")
 
 REBALANCE_LOCK_MAX_LIVE_TIME_MS = 60_000  # rocketmq.broker.rebalance.lockMaxLiveTime
 

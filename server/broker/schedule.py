@@ -41,8 +41,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import structlog
-
+from aiorocketmq.logs import get_logger
 from aiorocketmq.protocol.channel import Channel, Handler
 from aiorocketmq.protocol.codes import MessageConst, RequestCode, ResponseCode, SystemTopic
 from aiorocketmq.protocol.command import RemotingCommand
@@ -69,7 +68,7 @@ __all__ = [
     "DELAY_FOR_A_PERIOD",
 ]
 
-log = structlog.get_logger("aiorocketmq.broker.schedule")
+log = get_logger("aiorocketmq.broker.schedule")
 
 FIRST_DELAY_TIME = 1.0  # FIRST_DELAY_TIME 1000 ms
 DELAY_FOR_A_WHILE = 0.1  # DELAY_FOR_A_WHILE 100 ms: retry after a failed put

@@ -13,8 +13,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import structlog
-
+from aiorocketmq.logs import get_logger
 from aiorocketmq.protocol.bodies import (
     DataVersion,
     SubscriptionGroupConfig,
@@ -26,7 +25,7 @@ from .config_manager import ConfigManager
 
 __all__ = ["SubscriptionGroupManager"]
 
-log = structlog.get_logger("aiorocketmq.broker.subscription")
+log = get_logger("aiorocketmq.broker.subscription")
 
 
 class SubscriptionGroupManager(ConfigManager):

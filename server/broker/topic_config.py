@@ -27,8 +27,7 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
-import structlog
-
+from aiorocketmq.logs import get_logger
 from aiorocketmq.protocol.bodies import DataVersion, TopicConfig, TopicConfigSerializeWrapper
 from aiorocketmq.protocol.codes import MixAll, Perm, SystemTopic
 
@@ -42,7 +41,7 @@ __all__ = [
     "SCHEDULE_TOPIC_QUEUE_NUM",
 ]
 
-log = structlog.get_logger("aiorocketmq.broker.topic")
+log = get_logger("aiorocketmq.broker.topic")
 
 TOPIC_MAX_LENGTH = 127  # TopicValidator.TOPIC_MAX_LENGTH
 SCHEDULE_TOPIC_QUEUE_NUM = 18  # TopicConfigManager.SCHEDULE_TOPIC_QUEUE_NUM

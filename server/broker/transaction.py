@@ -50,8 +50,7 @@ import time
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-import structlog
-
+from aiorocketmq.logs import get_logger
 from aiorocketmq.protocol.bodies import TopicConfig
 from aiorocketmq.protocol.channel import Channel
 from aiorocketmq.protocol.codes import (
@@ -95,7 +94,7 @@ __all__ = [
     "TRANS_CONSUMER_GROUP",
 ]
 
-log = structlog.get_logger("aiorocketmq.broker.transaction")
+log = get_logger("aiorocketmq.broker.transaction")
 
 HALF_TOPIC = SystemTopic.TRANS_HALF_TOPIC
 OP_TOPIC = SystemTopic.TRANS_OP_HALF_TOPIC

@@ -23,13 +23,13 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
-import structlog
+from aiorocketmq.logs import get_logger
 
 from .registry import CONTENT_TYPE
 
 __all__ = ["MetricsHttpServer"]
 
-log = structlog.get_logger("aiorocketmq.remoting.metrics")
+log = get_logger("aiorocketmq.remoting.metrics")
 
 _REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found",
             431: "Request Header Fields Too Large"}

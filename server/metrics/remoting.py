@@ -27,8 +27,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-import structlog
-
+from aiorocketmq.logs import get_logger
 from aiorocketmq.protocol.codes import RequestCode, ResponseCode, RpcFlag
 from aiorocketmq.protocol.command import RemotingCommand
 
@@ -36,7 +35,7 @@ from .registry import CounterChild, Registry
 
 __all__ = ["RemotingObserver", "request_code_name", "response_code_name"]
 
-log = structlog.get_logger("aiorocketmq.remoting")
+log = get_logger("aiorocketmq.remoting")
 
 _perf = time.perf_counter
 _ONEWAY = int(RpcFlag.ONEWAY)

@@ -23,8 +23,7 @@ from __future__ import annotations
 import asyncio
 import time
 
-import structlog
-
+from aiorocketmq.logs import get_logger
 from aiorocketmq.protocol.channel import Channel
 from aiorocketmq.server.metrics import NamesrvMetrics
 from aiorocketmq.server.remoting import RemotingServer
@@ -36,7 +35,7 @@ from .route_info import RouteInfoManager
 
 __all__ = ["NamesrvController"]
 
-log = structlog.get_logger("aiorocketmq.namesrv")
+log = get_logger("aiorocketmq.namesrv")
 
 _FIRST_SCAN_DELAY = 5.0  # upstream scheduleAtFixedRate(scanNotActiveBroker, 5, 10, SECONDS)
 

@@ -24,13 +24,12 @@ import json
 import os
 from pathlib import Path
 
-import structlog
-
 from aiorocketmq.client.atomic_file import write_file_atomic
+from aiorocketmq.logs import get_logger
 
 __all__ = ["KVConfigManager", "KVConfigLoadError"]
 
-log = structlog.get_logger("aiorocketmq.namesrv.kv")
+log = get_logger("aiorocketmq.namesrv.kv")
 
 
 class KVConfigLoadError(RuntimeError):

@@ -27,8 +27,7 @@ import argparse
 import sys
 from pathlib import Path
 
-import structlog
-
+from aiorocketmq.logs import get_logger
 from aiorocketmq.protocol.codes import SerializeType
 from aiorocketmq.server.metrics import NamesrvMetrics, add_metrics_arguments, metrics_options
 from aiorocketmq.server.runtime import (
@@ -46,7 +45,7 @@ __all__ = ["main", "build_config", "READY_LINE"]
 
 READY_LINE = "The Name Server boot success. serializeType={serialize} address={address}"
 
-log = structlog.get_logger("aiorocketmq.namesrv")
+log = get_logger("aiorocketmq.namesrv")
 
 
 def _parser() -> argparse.ArgumentParser:

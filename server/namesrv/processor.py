@@ -37,9 +37,8 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeAlias
 
-import structlog
-
 from aiorocketmq.client.atomic_file import write_file_atomic
+from aiorocketmq.logs import get_logger
 from aiorocketmq.protocol.bodies import (
     DataVersion,
     KVTable,
@@ -81,7 +80,7 @@ if TYPE_CHECKING:
 
 __all__ = ["NamesrvProcessor", "TOPIC_NOT_EXIST_REMARK", "FAQ_APPLY_TOPIC_URL"]
 
-log = structlog.get_logger("aiorocketmq.namesrv")
+log = get_logger("aiorocketmq.namesrv")
 
 # FAQUrl.APPLY_TOPIC_URL and FAQUrl.suggestTodo: "\nSee <url> for further details."
 FAQ_APPLY_TOPIC_URL = "http://rocketmq.apache.org/docs/faq/"

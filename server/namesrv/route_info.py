@@ -38,8 +38,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-import structlog
-
+from aiorocketmq.logs import get_logger
 from aiorocketmq.protocol.bodies import (
     BrokerData,
     ClusterInfo,
@@ -60,7 +59,7 @@ __all__ = [
     "BROKER_CHANNEL_EXPIRED_MS",
 ]
 
-log = structlog.get_logger("aiorocketmq.namesrv.route")
+log = get_logger("aiorocketmq.namesrv.route")
 
 BROKER_CHANNEL_EXPIRED_MS = 120_000  # RouteInfoManager.BROKER_CHANNEL_EXPIRED_TIME
 # Upstream accepts any int. Java brokers use at most a few thousand queues per topic

@@ -31,8 +31,7 @@ import time
 import zlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 
-import structlog
-
+from aiorocketmq.logs import get_logger
 from aiorocketmq.protocol.codes import MessageConst, MessageSysFlag, SystemTopic
 from aiorocketmq.protocol.message import (
     BLANK_MAGIC_CODE,
@@ -54,7 +53,7 @@ from .mapped_file import MappedFile, MappedFileQueue
 
 __all__ = ["CommitLog", "END_FILE_MIN_BLANK_LENGTH"]
 
-log = structlog.get_logger("aiorocketmq.store")
+log = get_logger("aiorocketmq.store")
 
 END_FILE_MIN_BLANK_LENGTH = 4 + 4
 _BLANK = struct.Struct(">ii")

@@ -32,7 +32,7 @@ import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import Executor
 
-import structlog
+from aiorocketmq.logs import get_logger
 
 from .checkpoint import StoreCheckpoint
 from .commit_log import CommitLog
@@ -43,7 +43,7 @@ from .index import IndexService
 
 __all__ = ["FlushService"]
 
-log = structlog.get_logger("aiorocketmq.store")
+log = get_logger("aiorocketmq.store")
 
 
 class _GroupCommitRequest:

@@ -39,15 +39,14 @@ import struct
 import time
 import zlib
 
-import structlog
-
+from aiorocketmq.logs import get_logger
 from aiorocketmq.protocol.javautil import java_string_hash
 
 from .mapped_file import MappedFile
 
 __all__ = ["IndexFile", "IndexService", "QueryOffsetResult"]
 
-log = structlog.get_logger("aiorocketmq.store")
+log = get_logger("aiorocketmq.store")
 
 INDEX_HEADER_SIZE = 40
 HASH_SLOT_SIZE = 4

@@ -32,11 +32,11 @@ import threading
 import time
 from collections.abc import Iterator
 
-import structlog
+from aiorocketmq.logs import get_logger
 
 __all__ = ["MappedFile", "MappedFileQueue", "OS_PAGE_SIZE", "offset_to_file_name"]
 
-log = structlog.get_logger("aiorocketmq.store")
+log = get_logger("aiorocketmq.store")
 
 OS_PAGE_SIZE = 4096
 _ZERO_CHUNK = bytes(1024 * 1024)

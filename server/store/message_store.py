@@ -67,8 +67,7 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-import structlog
-
+from aiorocketmq.logs import get_logger
 from aiorocketmq.protocol.codes import MessageConst, MessageSysFlag, SystemTopic
 from aiorocketmq.protocol.message import (
     MAX_TOPIC_LENGTH,
@@ -103,7 +102,7 @@ __all__ = [
     "MessageFilter",
 ]
 
-log = structlog.get_logger("aiorocketmq.store")
+log = get_logger("aiorocketmq.store")
 _perf = time.perf_counter
 
 # cb(topic, queue_id, max_offset_after_put, tags_code, store_timestamp, properties)

@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import structlog
 from pyspark.errors import StreamingQueryException
 from pyspark.sql.streaming.datasource import ReadAllAvailable
 
@@ -42,6 +41,7 @@ from aiorocketmq.spark_sink.source import (
     RocketMQStreamReader,
     read_partition,
 )
+from tests.logs import capture_logs
 from tests.procs import ServerProcess, broker_process
 from tests.spark.conftest import produce
 
@@ -387,7 +387,7 @@ def test_broker_gone_is_logged_and_the_query_goes_on(
     reader = RocketMQStreamReader(opts)
     try:
         start = offsets_to_json(after)
-        with structlog.testing.capture_logs() as logs:
+        with capture_logs() as logs:
             first_end = reader.latestOffset(start, reader.getDefaultReadLimit())
             reader.latestOffset(first_end, reader.getDefaultReadLimit())
         gone_logs = [e for e in logs if e["event"] == "spark.broker_gone"]
@@ -414,7 +414,7 @@ def test_unresponsive_broker_in_the_route_holds_its_queues(
         start = reader.initialOffset()
         os.kill(hung.pid, signal.SIGSTOP)
         try:
-            with structlog.testing.capture_logs() as logs:
+            with capture_logs() as logs:
                 end = reader.latestOffset(start, ReadAllAvailable())
                 again = reader.latestOffset(start, ReadAllAvailable())
         finally:

@@ -15,7 +15,6 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from structlog.testing import capture_logs
 
 from aiorocketmq.client.remoting import RemotingClient, parse_namesrv_addr
 from aiorocketmq.protocol.channel import Channel, Permits, ResponseFuture
@@ -31,6 +30,7 @@ from aiorocketmq.protocol.errors import (
 )
 from aiorocketmq.protocol.frame import FrameDecoder
 from aiorocketmq.server.remoting import RemotingServer
+from tests.logs import capture_logs
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -268,6 +268,28 @@ async def test_sync_timeout_raises_once_and_forgets_entry(channel: Channel, held
         assert (await channel.invoke(request(ECHO), timeout=5)).code == ResponseCode.SUCCESS
     unmatched = [e for e in logs if e["event"] == "remoting.response_unmatched"]
     assert len(unmatched) == 1 and unmatched[0]["opaque"] == req.opaque
+
+
+async def test_answer_to_a_cancelled_request_is_only_a_debug_line(channel: Channel,
+                                                                  held: Held) -> None:
+    # A consumer cancels its parked pulls at shutdown; the broker's later answer is expected.
+    sync_req, async_req = request(HOLD), request(HOLD)
+    call = asyncio.ensure_future(channel.invoke(sync_req, timeout=5))
+    future = await channel.invoke_async(async_req, timeout=5)
+    answers = [await held.items.get(), await held.items.get()]
+    call.cancel()
+    future.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await call
+    assert channel.pending_count == 0
+    with capture_logs() as logs:
+        for server_channel, held_req in answers:
+            server_channel.send_response(held_req.create_response(ResponseCode.SUCCESS))
+        assert (await channel.invoke(request(ECHO), timeout=5)).code == ResponseCode.SUCCESS
+    dropped = [(e["event"], e["log_level"], e["opaque"]) for e in logs
+               if e["event"].startswith("remoting.response_")]
+    assert sorted(dropped) == sorted([("remoting.response_abandoned", "debug", sync_req.opaque),
+                                      ("remoting.response_abandoned", "debug", async_req.opaque)])
 
 
 async def test_sync_timeouts_sharing_a_slot_each_fire_once(channel: Channel, held: Held) -> None:

@@ -18,8 +18,8 @@ ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 # aiorocketmq/ links to the package folders: ruff reads each folder once, by its own name;
 # mypy reads the package by its import name, the way every module imports the others.
-RUFF_PATHS = ("aiorocketmq/__init__.py", "protocol", "server", "client", "spark_sink", "bench", "tests",
-              "examples")
+RUFF_PATHS = ("aiorocketmq/__init__.py", "aiorocketmq/logs.py", "protocol", "server", "client",
+              "spark_sink", "bench", "tests", "examples")
 MYPY_PATHS = ("aiorocketmq", "examples")
 
 pytestmark = pytest.mark.timeout(600)

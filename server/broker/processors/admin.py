@@ -18,8 +18,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import structlog
-
+from aiorocketmq.logs import get_logger
 from aiorocketmq.protocol.bodies import TopicConfig
 from aiorocketmq.protocol.channel import Channel, Handler
 from aiorocketmq.protocol.codes import RequestCode, ResponseCode
@@ -33,7 +32,7 @@ if TYPE_CHECKING:
 
 __all__ = ["AdminBrokerProcessor"]
 
-log = structlog.get_logger("aiorocketmq.broker.admin")
+log = get_logger("aiorocketmq.broker.admin")
 
 _NOT_SET = "not set any response code"  # RemotingCommand.createResponseCommand's default remark
 

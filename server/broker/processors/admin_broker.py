@@ -32,8 +32,7 @@ import math
 import os
 from typing import TYPE_CHECKING, Any
 
-import structlog
-
+from aiorocketmq.logs import get_logger
 from aiorocketmq.protocol.bodies import (
     BrokerStatsData,
     BrokerStatsItem,
@@ -69,7 +68,7 @@ if TYPE_CHECKING:
 
 __all__ = ["AdminBrokerStatsProcessor", "handlers", "human_readable_bytes", "broker_stats_of"]
 
-log = structlog.get_logger("aiorocketmq.broker.admin")
+log = get_logger("aiorocketmq.broker.admin")
 
 # Keys that name the broker or its files: applying them live would desynchronise the
 # registration and the store, so UPDATE_BROKER_CONFIG leaves them alone.

@@ -35,8 +35,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
-import structlog
-
+from aiorocketmq.logs import get_logger
 from aiorocketmq.protocol.bodies import (
     Connection,
     ConsumerConnection,
@@ -78,7 +77,7 @@ if TYPE_CHECKING:
 
 __all__ = ["AdminGroupProcessor", "handlers", "CALL_CLIENT_TIMEOUT"]
 
-log = structlog.get_logger("aiorocketmq.broker.admin")
+log = get_logger("aiorocketmq.broker.admin")
 
 CALL_CLIENT_TIMEOUT = 10.0  # Broker2Client.callClient: invokeSync(..., 10000)
 RESET_ONEWAY_TIMEOUT = 5.0  # Broker2Client.resetOffset: invokeOneway(..., 5000)

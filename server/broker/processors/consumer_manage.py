@@ -19,8 +19,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
-import structlog
-
+from aiorocketmq.logs import get_logger
 from aiorocketmq.protocol.bodies import ConsumerListBody
 from aiorocketmq.protocol.channel import Channel, Handler
 from aiorocketmq.protocol.codes import RequestCode, ResponseCode
@@ -38,7 +37,7 @@ if TYPE_CHECKING:
 
 __all__ = ["ConsumerManageProcessor"]
 
-log = structlog.get_logger("aiorocketmq.broker.consumer_manage")
+log = get_logger("aiorocketmq.broker.consumer_manage")
 
 
 class ConsumerManageProcessor:

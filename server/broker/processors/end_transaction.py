@@ -23,8 +23,7 @@ from __future__ import annotations
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING
 
-import structlog
-
+from aiorocketmq.logs import get_logger
 from aiorocketmq.protocol.channel import Channel, Handler
 from aiorocketmq.protocol.codes import MessageConst, MessageSysFlag, RequestCode, ResponseCode
 from aiorocketmq.protocol.command import RemotingCommand
@@ -39,7 +38,7 @@ if TYPE_CHECKING:
 
 __all__ = ["EndTransactionProcessor", "check_prepare_message"]
 
-log = structlog.get_logger("aiorocketmq.broker.end_transaction")
+log = get_logger("aiorocketmq.broker.end_transaction")
 
 _COMMIT = MessageSysFlag.TRANSACTION_COMMIT_TYPE
 _ROLLBACK = MessageSysFlag.TRANSACTION_ROLLBACK_TYPE

@@ -31,8 +31,7 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any
 
-import structlog
-
+from aiorocketmq.logs import get_logger
 from aiorocketmq.protocol.bodies import SubscriptionData, build_subscription_data
 from aiorocketmq.protocol.channel import Channel, Handler
 from aiorocketmq.protocol.codes import Perm, PullSysFlag, RequestCode, ResponseCode
@@ -46,7 +45,7 @@ if TYPE_CHECKING:
 
 __all__ = ["PullMessageProcessor", "TagFilter"]
 
-log = structlog.get_logger("aiorocketmq.broker.pull")
+log = get_logger("aiorocketmq.broker.pull")
 
 _FAQ = "\nSee http://rocketmq.apache.org/docs/faq/ for further details."
 _SUSPEND = PullSysFlag.SUSPEND

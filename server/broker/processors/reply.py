@@ -26,8 +26,7 @@ import random
 import time
 from typing import TYPE_CHECKING
 
-import structlog
-
+from aiorocketmq.logs import get_logger
 from aiorocketmq.protocol.channel import Channel, Handler
 from aiorocketmq.protocol.codes import MessageConst, RequestCode, ResponseCode
 from aiorocketmq.protocol.command import RemotingCommand
@@ -49,7 +48,7 @@ if TYPE_CHECKING:
 
 __all__ = ["ReplyMessageProcessor", "build_push_reply_header"]
 
-log = structlog.get_logger("aiorocketmq.broker.reply")
+log = get_logger("aiorocketmq.broker.reply")
 
 PUSH_REPLY_TIMEOUT = 10.0  # Broker2Client.callClient: invokeSync(channel, request, 10000)
 _REPLY_TO = MessageConst.PROPERTY_MESSAGE_REPLY_TO_CLIENT

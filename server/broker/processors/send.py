@@ -35,8 +35,7 @@ import shutil
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-import structlog
-
+from aiorocketmq.logs import get_logger
 from aiorocketmq.protocol.bodies import TopicConfig
 from aiorocketmq.protocol.channel import Channel, Handler
 from aiorocketmq.protocol.codes import (
@@ -67,7 +66,7 @@ if TYPE_CHECKING:
 
 __all__ = ["SendMessageProcessor", "SendContext", "SendHook"]
 
-log = structlog.get_logger("aiorocketmq.broker.send")
+log = get_logger("aiorocketmq.broker.send")
 
 _WAIT = MessageConst.PROPERTY_WAIT_STORE_MSG_OK
 _CLUSTER = MessageConst.PROPERTY_CLUSTER

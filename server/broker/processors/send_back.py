@@ -39,8 +39,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-import structlog
-
+from aiorocketmq.logs import get_logger
 from aiorocketmq.protocol.bodies import SubscriptionGroupConfig
 from aiorocketmq.protocol.channel import Channel, Handler
 from aiorocketmq.protocol.codes import (
@@ -71,7 +70,7 @@ __all__ = [
     "DLQ_NUMS_PER_GROUP",
 ]
 
-log = structlog.get_logger("aiorocketmq.broker.send_back")
+log = get_logger("aiorocketmq.broker.send_back")
 
 DLQ_NUMS_PER_GROUP = 1  # SendMessageProcessor.DLQ_NUMS_PER_GROUP
 _RW = int(Perm.READ | Perm.WRITE)
