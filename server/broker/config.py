@@ -6,7 +6,8 @@ its upstream camelCase key (``brokerClusterName``, ``brokerIP1``, ``shortPolling
 ``broker.conf`` and ``to_properties()`` writes upstream's ``key=value`` text (the body of
 GET_BROKER_CONFIG, ``MixAll.properties2String``). Keys of other components sharing the
 file are ignored here; ``load_broker_configs`` returns both this record and the store's
-``MessageStoreConfig`` parsed from the same properties.
+``MessageStoreConfig`` parsed from the same properties, and ``unknown_broker_keys`` names
+the keys that neither reads (``mqbroker`` warns about each).
 
 ``listenPort`` 0 asks for any free port: the bound port then becomes the broker address
 and the store host (``BrokerController`` sets ``listen_port`` after binding).
@@ -18,6 +19,7 @@ Upstream: ``common/src/main/java/org/apache/rocketmq/common/BrokerConfig.java``,
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import socket
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -27,7 +29,7 @@ from aiorocketmq.protocol.codes import Perm, SystemTopic
 from aiorocketmq.server.store.config import MessageStoreConfig, parse_property_value
 
 __all__ = ["BrokerConfig", "STORE_KEYS", "load_broker_configs", "snake_to_camel",
-           "store_config_to_properties"]
+           "store_config_to_properties", "unknown_broker_keys"]
 
 
 def _key(name: str, default: Any = dataclasses.MISSING, **kw: Any) -> Any:
@@ -154,6 +156,25 @@ class BrokerConfig:
         if store is not None:
             text += store_config_to_properties(store)
         return text
+
+
+def unknown_broker_keys(props: Mapping[str, Any]) -> list[tuple[str, str | None]]:
+    """Keys of a ``broker.conf`` that neither ``BrokerConfig`` nor ``MessageStoreConfig`` reads,
+    each with the closest known key (a likely misspelling) or None.
+
+    Upstream ``MixAll.properties2Object`` ignores such keys silently; ``mqbroker`` warns,
+    since a misspelt ``listenPort`` otherwise leaves the broker on its default port.
+    """
+    known = [f.metadata["key"] for f in dataclasses.fields(BrokerConfig)]
+    known += [STORE_KEYS.get(f.name) or snake_to_camel(f.name)
+              for f in dataclasses.fields(MessageStoreConfig)]
+    out: list[tuple[str, str | None]] = []
+    for key in props:
+        if key in known or MessageStoreConfig.knows_key(key):
+            continue
+        close = difflib.get_close_matches(key, known, n=1, cutoff=0.75)
+        out.append((key, close[0] if close else None))
+    return out
 
 
 def load_broker_configs(props: Mapping[str, Any]) -> tuple[BrokerConfig, MessageStoreConfig]:

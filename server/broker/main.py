@@ -1,7 +1,8 @@
 """``mqbroker`` = ``python -m server.broker.main``: run one broker until SIGTERM/SIGINT.
 
-Upstream ``BrokerStartup``: ``-n namesrvAddr`` (``;``-separated, overrides the file),
-``-c broker.conf`` (upstream properties). Ours adds ``--host`` (bind address, default
+Upstream ``BrokerStartup``: ``-n namesrvAddr`` (``;``-separated, overrides the file; with
+neither, ``NAMESRV_ADDR`` from the environment), ``-c broker.conf`` (upstream properties;
+a key no component reads is named in a ``broker.config_unknown_key`` warning). Ours adds ``--host`` (bind address, default
 127.0.0.1), ``--log-format`` and ``--log-level`` (DEBUG adds one line per request),
 ``--metrics-port`` (Prometheus ``GET /metrics``; file key ``metricsPort``) and
 ``--slow-request-ms`` (default 1000; file key ``slowRequestMillis``). When ready it prints
@@ -9,15 +10,21 @@ exactly
 ``The broker[<brokerName>, <ip>:<port>] boot success. serializeType=JSON and name server is <namesrvAddr>``
 to stdout (tests read the port from it), then, with metrics on,
 ``metrics listening on <host>:<port>``; logs go to stderr. SIGTERM shuts down cleanly
-(exit 0).
+(exit 0). Failures to start are one line on stderr, no traceback: an unreadable ``-c``
+file or a bad value (exit 2), the port in use, the store locked by another broker
+(exit 1).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import errno
+import os
 import sys
 
 from aiorocketmq.logs import get_logger
+from aiorocketmq.protocol.codes import MixAll
 from aiorocketmq.server.metrics import BrokerMetrics, add_metrics_arguments, apply_metrics_arguments
 from aiorocketmq.server.runtime import (
     add_common_arguments,
@@ -26,7 +33,7 @@ from aiorocketmq.server.runtime import (
     serve_until_signalled,
 )
 
-from .config import load_broker_configs
+from .config import load_broker_configs, unknown_broker_keys
 from .controller import BrokerController
 
 log = get_logger("aiorocketmq.broker")
@@ -49,9 +56,23 @@ def main(argv: list[str] | None = None) -> int:
     configure_logging(args.log_format, args.log_level)
     props: dict[str, str] = {}
     if args.config_file:
-        props.update(read_properties_file(args.config_file))
+        try:
+            props.update(read_properties_file(args.config_file))
+        except (OSError, UnicodeError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            print(f"mqbroker: cannot read configuration file {args.config_file}: {reason}",
+                  file=sys.stderr)
+            return 2
+        for key, close in unknown_broker_keys(props):
+            log.warning("broker.config_unknown_key", key=key, file=args.config_file,
+                        did_you_mean=close, action="ignored")
+    # BrokerStartup: -n wins over the file, whose namesrvAddr wins over NAMESRV_ADDR
+    # (BrokerConfig's default, NameServerAddressUtils.getNameServerAddresses).
+    env_addr = os.environ.get(MixAll.NAMESRV_ADDR_ENV, "").strip()
     if args.namesrv_addr:
         props["namesrvAddr"] = args.namesrv_addr
+    elif not props.get("namesrvAddr") and env_addr:
+        props["namesrvAddr"] = env_addr
     try:
         config, store_config = load_broker_configs(props)
         config = apply_metrics_arguments(args, config)
@@ -64,13 +85,30 @@ def main(argv: list[str] | None = None) -> int:
     broker = BrokerController(config, store_config, host=args.host, metrics=metrics)
 
     async def start() -> None:
-        await broker.start()
+        try:
+            await broker.start()
+        except BaseException:
+            with contextlib.suppress(Exception):
+                await broker.shutdown()  # release the port, the store lock and the files
+            raise
         print(f"The broker[{config.broker_name}, {config.broker_addr}] boot success. "
               f"serializeType=JSON and name server is {config.namesrv_addr}", flush=True)
         if metrics.address is not None:
             print(f"metrics listening on {metrics.address}", flush=True)
 
-    return serve_until_signalled(start, broker.shutdown)
+    try:
+        return serve_until_signalled(start, broker.shutdown)
+    except OSError as exc:
+        if exc.errno == errno.EADDRINUSE:
+            reason = f"cannot listen on {args.host}:{config.listen_port}: address already in use"
+        else:
+            reason = f"cannot start: {exc.strerror or exc}" + (
+                f": {exc.filename}" if exc.filename else "")
+        print(f"mqbroker: {reason}", file=sys.stderr)
+        return 1
+    except RuntimeError as exc:  # the store locked by another broker, unreadable metadata
+        print(f"mqbroker: cannot start: {exc}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

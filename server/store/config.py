@@ -125,14 +125,22 @@ class MessageStoreConfig:
         kwargs: dict[str, Any] = {}
         types = {f.name: f.type for f in dataclasses.fields(cls)}
         for key, raw in props.items():
-            name = _ALIASES.get(key) or _camel_to_snake(key)
-            if name not in types:
-                if name + "_ms" in types:
-                    name += "_ms"
-                else:
-                    continue
-            kwargs[name] = parse_property_value(types[name], raw, key)
+            name = cls._field_of(key, types)
+            if name is not None:
+                kwargs[name] = parse_property_value(types[name], raw, key)
         return cls(**kwargs)
+
+    @classmethod
+    def knows_key(cls, key: str) -> bool:
+        """Whether ``key`` (an upstream camelCase key) sets one of these options."""
+        return cls._field_of(key, {f.name: f.type for f in dataclasses.fields(cls)}) is not None
+
+    @staticmethod
+    def _field_of(key: str, types: Mapping[str, Any]) -> str | None:
+        name = _ALIASES.get(key) or _camel_to_snake(key)
+        if name in types:
+            return name
+        return name + "_ms" if name + "_ms" in types else None
 
 
 # Keys whose upstream spelling does not map mechanically to ours.
