@@ -116,7 +116,10 @@ class ClientConfig:
     """Settings shared by producers and consumers (upstream ``ClientConfig``).
 
     Args:
-        namesrv_addr: ``"host:port;host:port"`` (upstream separator ``;``).
+        namesrv_addr: ``"host:port;host:port"`` (upstream separator ``;``); by default the
+            ``NAMESRV_ADDR`` environment variable, as upstream
+            (``NameServerAddressUtils.getNameServerAddresses``; there the Java system
+            property ``rocketmq.namesrv.addr`` wins over it), else none.
         client_ip: our address as the broker should know it (default: ``local_ip()``).
         instance_name: ``DEFAULT`` is replaced by ``pid#nanoTime`` at start.
         unit_name: appended to the client id when set.
@@ -135,7 +138,8 @@ class ClientConfig:
         MQClientError: an option out of range or a malformed address list.
     """
 
-    namesrv_addr: str = ""
+    namesrv_addr: str = dataclasses.field(
+        default_factory=lambda: os.environ.get(MixAll.NAMESRV_ADDR_ENV, "").strip())
     client_ip: str = dataclasses.field(default_factory=local_ip)
     instance_name: str = dataclasses.field(
         default_factory=lambda: os.environ.get("ROCKETMQ_CLIENT_NAME", DEFAULT_INSTANCE_NAME))
