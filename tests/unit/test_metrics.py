@@ -31,6 +31,16 @@ from aiorocketmq.server.metrics import (
     add_metrics_arguments,
     metrics_options,
 )
+from aiorocketmq.server.metrics.broker import APPEND_BUCKETS
+from aiorocketmq.server.metrics.exporter import (
+    PMDT_BANDS,
+    RUNTIME_GAUGES,
+    PutLatencyBands,
+    family_names,
+    fixed_double,
+    machine_readable_byte_count,
+    split_tps,
+)
 from aiorocketmq.server.metrics.registry import format_value
 from aiorocketmq.server.remoting import RemotingServer
 from tests.logs import capture_logs
@@ -257,6 +267,66 @@ def test_scrape_time_families_fold_their_tail_into_other() -> None:
     assert value_of(fams, "lag", group=OTHER, topic=OTHER) == sum(range(4, 10))
     assert len(fams["lag"].samples) == 5
     assert fams["plain_total"].type == "counter" and value_of(fams, "plain_total") == 42
+
+
+def test_collect_hooks_run_once_per_render_before_the_families() -> None:
+    reg = Registry()
+    snapshot: list[int] = []
+    reg.add_collect_hook(lambda: snapshot.append(len(snapshot)))
+    reg.gauge_func("a", "x", (), lambda: [((), snapshot[-1])])
+    reg.gauge_func("b", "x", (), lambda: [((), len(snapshot))])
+    fams = parse_exposition(reg.render())
+    assert value_of(fams, "a") == 0 and value_of(fams, "b") == 1
+    fams = parse_exposition(reg.render())
+    assert value_of(fams, "a") == 1 and value_of(fams, "b") == 2
+
+
+# -- rocketmq-exporter compatibility (value parsing as BrokerRuntimeStats / Utils) ------------
+
+
+def test_exporter_parses_runtime_values_as_the_exporter_does() -> None:
+    # putTps as StoreStatsService writes it: windows without enough samples are empty.
+    assert split_tps("  ") == (0.0, 0.0, 0.0)
+    assert split_tps("0.0 0.2998800479808077 ") == (0.0, 0.2998800479808077, 0.0)
+    assert split_tps("1.5 2.5 3.5") == (1.5, 2.5, 3.5)
+    assert machine_readable_byte_count("512 B") == 512
+    assert machine_readable_byte_count("1.5 KiB") == 1536
+    assert machine_readable_byte_count("252.0 GiB") == 252.0 * 1024 ** 3
+    assert fixed_double(0.2998800479808077) == 0.3 and fixed_double(12.0) == 12
+    gauges = dict(RUNTIME_GAUGES)
+    info = {"commitLogDirCapacity": "Total : 252.0 GiB, Free : 100.5 MiB.",
+            "remainHowManyDataToFlush": "1.2 KiB", "getFoundTps": "4.0 3.0 ",
+            "commitLogMaxOffset": "123456789012"}
+    assert gauges["rocketmq_brokeruntime_commitlogdir_capacity_total"](info) == 252 * 1024 ** 3
+    assert gauges["rocketmq_brokeruntime_commitlogdir_capacity_free"](info) == 100.5 * 1024 ** 2
+    assert gauges["rocketmq_brokeruntime_remain_howmanydata_toflush"](info) == 1.2  # unit dropped
+    assert gauges["rocketmq_brokeruntime_getfound_tps10"](info) == 4.0
+    assert gauges["rocketmq_brokeruntime_getfound_tps600"](info) == 0.0
+    assert gauges["rocketmq_brokeruntime_commitlog_maxoffset"](info) == 123456789012
+    assert gauges["rocketmq_brokeruntime_put_latency_99"](info) == -1  # exporter's default
+    names = list(family_names())
+    assert len(names) == len(set(names)) and all(n.startswith("rocketmq_") for n in names)
+
+
+def test_put_latency_bands_count_the_current_minute() -> None:
+    reg = Registry()
+    series = reg.histogram("append_seconds", "x", buckets=APPEND_BUCKETS).labels()
+    now = [1000.0]
+    bands = PutLatencyBands(series, monotonic=lambda: now[0])
+    suffixes = [suffix for suffix, _, _ in PMDT_BANDS]
+    for seconds in (0.0002, 0.0009, 0.005, 0.15, 0.3, 2.5, 11.0):
+        series.observe(seconds)
+    counts = dict(zip(suffixes, bands.counts(), strict=True))
+    assert counts == {**dict.fromkeys(suffixes, 0), "0ms": 2, "0to10ms": 1, "100to200ms": 1,
+                      "200to500ms": 1, "2to3s": 1, "10stomore": 1}
+    now[0] += 59.9
+    assert sum(bands.counts()) == 7  # still the same minute
+    now[0] += 0.1
+    assert sum(bands.counts()) == 0  # a new minute
+    series.observe(0.02)
+    assert dict(zip(suffixes, bands.counts(), strict=True))["10to50ms"] == 1
+    with pytest.raises(ValueError, match="band edges"):
+        PutLatencyBands(reg.histogram("coarse_seconds", "x", buckets=(1.0,)).labels())
 
 
 _label_text = st.text(st.characters(exclude_categories=["Cs"]), max_size=12)
