@@ -7,8 +7,12 @@ The query restarts from ``--checkpoint`` exactly where it stopped; the sink is a
 once, with ``pipeline.batchId`` and the sink's ``spark.partitionId`` / ``spark.rowIndex``
 on every message for deduplication downstream.
 
-Run: ``python -m examples.spark_pipeline --name-server 127.0.0.1:9876``
-(docker-compose.yml runs it in the ``spark`` service).
+Run: ``python -m examples.spark_pipeline --name-server 127.0.0.1:9876`` (Spark in local
+mode), or through ``spark-submit --master spark://HOST:7077 examples/spark_pipeline.py ...``
+on a standalone cluster, as docker-compose.yml's ``spark-driver`` service does (the package
+must be installed where the executors run: the compose file's workers use the same image).
+The master is ``--master`` if given, else spark-submit's, else ``$SPARK_MASTER``, else
+``local[2]``.
 """
 
 from __future__ import annotations
@@ -24,7 +28,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--source-topic", default="PipelineIn")
     p.add_argument("--sink-topic", default="PipelineOut")
     p.add_argument("--checkpoint", default="/tmp/spark-pipeline-checkpoint")
-    p.add_argument("--master", default=os.environ.get("SPARK_MASTER", "local[2]"))
+    p.add_argument("--master", default=None,
+                   help="Spark master URL (default: spark-submit's --master, else "
+                        "$SPARK_MASTER, else local[2])")
     p.add_argument("--max-offsets-per-trigger", default="10000")
     p.add_argument("--available-now", action="store_true",
                    help="process what is there at start, then stop")
@@ -41,8 +47,14 @@ def main(argv: list[str] | None = None) -> int:
 
     from aiorocketmq.spark_sink import register
 
-    spark = (SparkSession.builder.master(args.master).appName("rocketmq-pipeline")
-             .config("spark.sql.shuffle.partitions", "4").getOrCreate())
+    builder = (SparkSession.builder.appName("rocketmq-pipeline")
+               .config("spark.sql.shuffle.partitions", "4"))
+    # spark-submit starts the JVM itself and hands it over in PYSPARK_GATEWAY_PORT
+    # (pyspark/java_gateway.py, launch_gateway). builder.master() would override the master
+    # it was given: set one only when asked to, or under a plain `python -m` run.
+    if args.master is not None or "PYSPARK_GATEWAY_PORT" not in os.environ:
+        builder = builder.master(args.master or os.environ.get("SPARK_MASTER", "local[2]"))
+    spark = builder.getOrCreate()
     register(spark)
 
     messages = (spark.readStream.format("rocketmq")

@@ -6,6 +6,7 @@ import importlib.util
 import ipaddress
 import re
 import tomllib
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +35,33 @@ def _module_exists(name: str) -> bool:
     return importlib.util.find_spec(name) is not None
 
 
+def _depends_on(service: dict[str, Any]) -> set[str]:
+    """Service names from either depends_on syntax (list, or map with conditions)."""
+    return set(service.get("depends_on", ()))
+
+
+def _option(cmd: list[str], flag: str) -> str:
+    return cmd[cmd.index(flag) + 1]
+
+
+def _confs(cmd: list[str]) -> dict[str, str]:
+    return dict(cmd[i + 1].split("=", 1) for i, arg in enumerate(cmd) if arg == "--conf")
+
+
+def _pyspark_dir() -> Path | None:
+    spec = importlib.util.find_spec("pyspark")
+    return Path(spec.origin).parent if spec is not None and spec.origin else None
+
+
+def _workdir() -> str:
+    text = (ROOT / "Dockerfile").read_text()
+    return re.findall(r"^WORKDIR\s+(\S+)", text, re.MULTILINE)[0]
+
+
+SPARK_SERVICES = ("spark-master", "spark-worker", "spark-driver")
+MASTER_URL = "spark://spark-master:7077"
+
+
 def _broker_conf(compose: dict[str, Any], service: dict[str, Any]) -> dict[str, str]:
     (ref,) = service["configs"]
     content = compose["configs"][ref["source"]]["content"]
@@ -53,7 +81,7 @@ def test_dockerfile_targets() -> None:
 
 def test_services_build_targets_and_network(compose: dict[str, Any]) -> None:
     services = compose["services"]
-    assert set(services) == {"namesrv", "broker-a", "broker-b", "spark"}
+    assert set(services) == {"namesrv", "broker-a", "broker-b", *SPARK_SERVICES}
     targets = _dockerfile_targets()
     subnet = ipaddress.ip_network(compose["networks"]["rocketmq"]["ipam"]["config"][0]["subnet"])
     ips = set()
@@ -64,22 +92,84 @@ def test_services_build_targets_and_network(compose: dict[str, Any]) -> None:
         assert ip in subnet
         ips.add(ip)
     assert len(ips) == len(services)
-    assert services["spark"]["build"]["target"] == "spark"
+    for name in SPARK_SERVICES:  # one image: driver and executors share Python and packages
+        assert services[name]["build"]["target"] == "spark", name
     assert services["namesrv"]["build"]["target"] == "server"
 
 
 def test_commands_refer_to_existing_scripts_and_modules(compose: dict[str, Any],
                                                          scripts: dict[str, str]) -> None:
+    pyspark = _pyspark_dir()
     for name, svc in compose["services"].items():
         cmd = svc["command"]
         if cmd[0] == "python":
             assert cmd[1] == "-m", name
             assert _module_exists(cmd[2]), f"{name}: module {cmd[2]} does not exist"
+        elif cmd[0] in ("spark-class", "spark-submit"):
+            # pyspark's own launchers (pip puts them on PATH next to python).
+            if pyspark is not None:
+                assert (pyspark / "bin" / cmd[0]).exists(), f"{name}: {cmd[0]}"
         else:
             assert cmd[0] in scripts, f"{name}: {cmd[0]} is not a console script"
             module = scripts[cmd[0]].split(":")[0]
             assert _module_exists(module), f"{name}: {module} does not exist"
-    assert compose["services"]["spark"]["command"][2] == "examples.spark_pipeline"
+    # spark-submit takes the application as a file: the image's copy of examples/.
+    driver = compose["services"]["spark-driver"]["command"]
+    (app,) = [arg for arg in driver if arg.endswith(".py")]
+    workdir = _workdir().rstrip("/") + "/"
+    assert app.startswith(workdir)
+    relative = app.removeprefix(workdir)
+    assert relative == "examples/spark_pipeline.py" and (ROOT / relative).is_file()
+    copied = re.findall(r"^COPY\s+(\S+)", (ROOT / "Dockerfile").read_text(), re.MULTILINE)
+    assert "examples" in copied
+
+
+def test_spark_daemon_classes_exist_in_pyspark(compose: dict[str, Any]) -> None:
+    pyspark = _pyspark_dir()
+    if pyspark is None:
+        pytest.skip("pyspark is not installed (the spark extra)")
+    classes = {svc["command"][1] for svc in compose["services"].values()
+               if svc["command"][0] == "spark-class"}
+    assert classes == {"org.apache.spark.deploy.master.Master",
+                       "org.apache.spark.deploy.worker.Worker"}
+    (core,) = (pyspark / "jars").glob("spark-core_*.jar")
+    with zipfile.ZipFile(core) as jar:
+        names = set(jar.namelist())
+    for cls in classes:
+        assert cls.replace(".", "/") + ".class" in names, cls
+
+
+def test_spark_standalone_cluster_wiring(compose: dict[str, Any]) -> None:
+    services = compose["services"]
+    master, worker, driver = (services[n] for n in SPARK_SERVICES)
+    m_cmd, w_cmd, d_cmd = master["command"], worker["command"], driver["command"]
+    # The master listens where the worker and the job look for it.
+    assert MASTER_URL == f"spark://{_option(m_cmd, '--host')}:{_option(m_cmd, '--port')}"
+    assert w_cmd[2] == MASTER_URL
+    assert _option(d_cmd, "--master") == MASTER_URL
+    assert _option(d_cmd, "--deploy-mode") == "client"
+    # Executors connect back to the driver by its service name.
+    confs = _confs(d_cmd)
+    assert confs["spark.driver.host"] == "spark-driver"
+    assert confs["spark.driver.bindAddress"] == "0.0.0.0"
+    # Startup order: worker after master; the job after both and the brokers.
+    assert "spark-master" in _depends_on(worker)
+    assert {"spark-master", "spark-worker", "broker-a", "broker-b"} <= _depends_on(driver)
+    # Web UIs published on the ports the daemons serve them on.
+    assert f"{_option(m_cmd, '--webui-port')}:8080" in master["ports"]
+    assert f"{_option(w_cmd, '--webui-port')}:8081" in worker["ports"]
+    assert "4040:4040" in driver["ports"]
+    # The worker's executors can write the work dir and the checkpoint's state store.
+    assert _option(w_cmd, "--work-dir").startswith("/tmp/")
+    checkpoint = _option(d_cmd, "--checkpoint")
+    for svc in (worker, driver):
+        assert f"spark-checkpoint:{checkpoint}" in svc["volumes"]
+    # Driver and executors run the same Python, the image's (which has the package).
+    pythons = {services[n].get("environment", {}).get("PYSPARK_PYTHON") for n in SPARK_SERVICES}
+    assert len(pythons) == 1 and None not in pythons
+    env = re.search(r"PYSPARK_PYTHON=(\S+)", (ROOT / "Dockerfile").read_text())
+    if env is not None:
+        assert pythons == {env.group(1)}
 
 
 def test_brokers_register_with_the_namesrv_service(compose: dict[str, Any]) -> None:
@@ -105,7 +195,7 @@ def test_brokers_register_with_the_namesrv_service(compose: dict[str, Any]) -> N
     assert len(ports) == 2
     ns_cmd = services["namesrv"]["command"]
     assert ns_cmd[ns_cmd.index("--port") + 1] == "9876"
-    spark_cmd = services["spark"]["command"]
+    spark_cmd = services["spark-driver"]["command"]
     assert spark_cmd[spark_cmd.index("--name-server") + 1] == "namesrv:9876"
 
 
