@@ -12,6 +12,8 @@ Contract (REMOTING.md 5; upstream ``MessageDecoder``, ``Message``, ``MessageExt`
   ``decode_messages`` reads pull / query / view bodies back to back to the end.
 * ``encode_batch`` / ``decode_batch`` are ``encodeMessages`` / ``decodeMessages`` (5.5).
 * Offset message ids and UNIQ_KEYs (5.4), tag hash codes (6.1), zlib bodies (5.3).
+* ``Message.of(obj, codec, topic=...)`` / ``msg.decode()``: an object as a msgpack or JSON
+  body, its content type in the ``contentType`` user property (``body_codec``).
 
 Decoders take bytes from a peer: anything that does not follow the layout raises
 ``MessageDecodeError`` (a ``ProtocolError``); any other exception escaping them is a bug.
@@ -31,6 +33,7 @@ import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from . import body_codec
 from .codes import MessageConst, MessageSysFlag
 from .errors import MQClientError, ProtocolError, RocketMQError
 from .javautil import java_string_hash
@@ -313,6 +316,63 @@ class Message:
                 props[MessageConst.PROPERTY_KEYS] = joined
         props[MessageConst.PROPERTY_WAIT_STORE_MSG_OK] = "true" if wait_store_msg_ok else "false"
         self.properties = props
+
+    @classmethod
+    def of(
+        cls,
+        obj: Any,
+        codec: str = "msgpack",
+        *,
+        topic: str,
+        tags: str | None = None,
+        keys: str | Iterable[str] | None = None,
+        flag: int = 0,
+        wait_store_msg_ok: bool = True,
+        properties: Mapping[str, str] | None = None,
+    ) -> Message:
+        """A message whose body is ``obj`` encoded with ``codec`` (``"msgpack"`` or ``"json"``).
+
+        The content type (``application/msgpack`` / ``application/json``) goes into the
+        ``contentType`` user property, so ``decode()`` needs no argument and consumers in
+        other languages know what they got (``protocol.body_codec``).
+
+        Raises:
+            UnknownCodecError: ``codec`` is neither msgpack nor json (a ``ValueError``).
+            BodyEncodeError: ``obj`` has no representation in ``codec`` (a ``ValueError``).
+        """
+        body, content_type = body_codec.encode_body(obj, codec)
+        props = dict(properties) if properties else {}
+        props[body_codec.CONTENT_TYPE_PROPERTY] = content_type
+        return cls(topic, body, tags, keys, flag, wait_store_msg_ok=wait_store_msg_ok,
+                   properties=props)
+
+    def decode(self, codec: str | None = None) -> Any:
+        """The object in the body, decoded with ``codec`` or else by its ``contentType``.
+
+        ``codec`` is a short name (``"msgpack"``, ``"json"``) or a content type; ``None``
+        reads the ``contentType`` property that ``Message.of`` (or another client) set.
+
+        Raises:
+            UnknownCodecError: no codec given and no ``contentType`` property, or a codec /
+                content type that is neither msgpack nor JSON.
+            BodyDecodeError: the body is not valid for that codec (a ``ValueError``).
+        """
+        if codec is None:
+            codec = self.properties.get(body_codec.CONTENT_TYPE_PROPERTY)
+            if codec is None:
+                raise body_codec.UnknownCodecError(
+                    f"message on topic {self.topic!r} has no "
+                    f"{body_codec.CONTENT_TYPE_PROPERTY} property; pass decode(codec='msgpack') "
+                    f"or decode(codec='json')")
+        try:
+            return body_codec.decode_body(self.body, codec)
+        except body_codec.BodyDecodeError as exc:
+            raise body_codec.BodyDecodeError(
+                f"message on topic {self.topic!r}{self._id_for_errors()}: {exc}") from exc
+
+    def _id_for_errors(self) -> str:
+        uniq = self.properties.get(_UNIQ_KEY)
+        return f" (msgId {uniq})" if uniq else ""
 
     @classmethod
     def _from_wire(cls, topic: str, body: bytes, flag: int, properties: dict[str, str]) -> Message:
