@@ -1,0 +1,156 @@
+"""The ACL admin requests, as the ACL part of upstream ``AdminBrokerProcessor`` (4.9.7).
+
+* UPDATE_AND_CREATE_ACL_CONFIG (50): header ``accessKey`` (required), ``secretKey``,
+  ``whiteRemoteAddress``, ``admin``, ``defaultTopicPerm``, ``defaultGroupPerm``,
+  ``topicPerms`` / ``groupPerms`` (comma lists). SUCCESS, or
+  UPDATE_AND_CREATE_ACL_CONFIG_FAILED (209) with the error's message as remark.
+* DELETE_ACL_CONFIG (51): ``accessKey``. SUCCESS, or DELETE_ACL_CONFIG_FAILED (210) with
+  ``The accesskey[<ak>] corresponding to accessConfig has been deleted failed.``
+* UPDATE_GLOBAL_WHITE_ADDRS_CONFIG (53): ``globalWhiteAddrs`` (comma list),
+  ``aclFileFullPath`` (optional). SUCCESS, or UPDATE_GLOBAL_WHITE_ADDRS_CONFIG_FAILED (211)
+  with ``The globalWhiteAddresses[<list>] has been updated failed.``
+* GET_BROKER_CLUSTER_ACL_INFO (52): header ``version`` (the default file's DataVersion
+  JSON), ``allAclFileVersion`` (``{path: DataVersion}`` JSON), ``brokerName``,
+  ``brokerAddr``, ``clusterName``.
+* GET_BROKER_CLUSTER_ACL_CONFIG (54, 4.9.7 only): body
+  ``{"globalWhiteAddrs":[...],"plainAccessConfigs":[...]}``.
+
+With ACL off the stock broker has no validator and fails each of these with a
+NullPointerException: 50 / 51 / 53 answer their FAILED code with no remark, 52 / 54 are not
+answered at all. We do the same (the caller times out on 52 / 54).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from aiorocketmq.logs import get_logger
+from aiorocketmq.protocol.channel import Channel, Handler
+from aiorocketmq.protocol.codes import RequestCode, ResponseCode
+from aiorocketmq.protocol.command import RemotingCommand
+from aiorocketmq.protocol.errors import HeaderError
+from aiorocketmq.protocol.javautil import java_hashmap_order
+
+from .errors import AclError
+from .plain_permission import PlainAccessConfig, java_split
+from .validator import PlainAccessValidator
+
+__all__ = ["AclAdminProcessor"]
+
+log = get_logger("aiorocketmq.broker.acl")
+
+
+def _required(request: RemotingCommand, name: str) -> str:
+    value = request.ext(name)
+    if value is None:
+        raise HeaderError(f"the custom field <{name}> is null")
+    return value
+
+
+def _json(obj: Any) -> str:
+    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
+
+
+class AclAdminProcessor:
+    """Handlers for request codes 50-54 (module docstring)."""
+
+    def __init__(self, validator: PlainAccessValidator | None,
+                 identity: Callable[[], tuple[str, str, str]]) -> None:
+        """``identity()`` -> (brokerName, brokerAddr, clusterName) at answer time."""
+        self.validator = validator
+        self._identity = identity
+
+    def handlers(self) -> dict[int, Handler]:
+        return {
+            RequestCode.UPDATE_AND_CREATE_ACL_CONFIG: self.update_and_create_access_config,
+            RequestCode.DELETE_ACL_CONFIG: self.delete_access_config,
+            RequestCode.GET_BROKER_CLUSTER_ACL_INFO: self.get_broker_acl_config_version,
+            RequestCode.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG: self.update_global_white_addrs_config,
+            RequestCode.GET_BROKER_CLUSTER_ACL_CONFIG: self.get_broker_cluster_acl_config,
+        }
+
+    def update_and_create_access_config(self, channel: Channel,
+                                        request: RemotingCommand) -> RemotingCommand:
+        ak = _required(request, "accessKey")
+        admin = (request.ext("admin") or "").strip().lower() == "true"
+        config = PlainAccessConfig(
+            access_key=ak, secret_key=request.ext("secretKey"),
+            white_remote_address=request.ext("whiteRemoteAddress"), admin=admin,
+            default_topic_perm=request.ext("defaultTopicPerm"),
+            default_group_perm=request.ext("defaultGroupPerm"),
+            topic_perms=java_split(request.ext("topicPerms"), ","),
+            group_perms=java_split(request.ext("groupPerms"), ","))
+        failed = ResponseCode.UPDATE_AND_CREATE_ACL_CONFIG_FAILED
+        try:
+            if self.validator is None:
+                raise AclError(None)
+            ok = self.validator.manager.update_access_config(config)
+        except AclError as exc:
+            log.error("acl.update_failed", access_key=ak, error=str(exc))
+            return request.create_response(failed, exc.message)
+        if not ok:
+            return request.create_response(
+                failed, f"The accesskey[{ak}] corresponding to accessConfig has been updated failed.")
+        log.info("acl.account_updated", access_key=ak, peer=channel.remote_addr)
+        return request.create_response(ResponseCode.SUCCESS)
+
+    def delete_access_config(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        ak = _required(request, "accessKey")
+        failed = ResponseCode.DELETE_ACL_CONFIG_FAILED
+        try:
+            if self.validator is None:
+                raise AclError(None)
+            ok = self.validator.manager.delete_access_config(ak)
+        except AclError as exc:
+            log.error("acl.delete_failed", access_key=ak, error=str(exc))
+            return request.create_response(failed, exc.message)
+        if not ok:
+            return request.create_response(
+                failed, f"The accesskey[{ak}] corresponding to accessConfig has been deleted failed.")
+        log.info("acl.account_deleted", access_key=ak, peer=channel.remote_addr)
+        return request.create_response(ResponseCode.SUCCESS)
+
+    def update_global_white_addrs_config(self, channel: Channel,
+                                         request: RemotingCommand) -> RemotingCommand:
+        addrs = _required(request, "globalWhiteAddrs")
+        failed = ResponseCode.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG_FAILED
+        try:
+            if self.validator is None:
+                raise AclError(None)
+            ok = self.validator.manager.update_global_white_addrs_config(
+                java_split(addrs, ","), request.ext("aclFileFullPath"))
+        except AclError as exc:
+            return request.create_response(failed, exc.message)
+        if not ok:
+            return request.create_response(
+                failed, f"The globalWhiteAddresses[{addrs}] has been updated failed.")
+        return request.create_response(ResponseCode.SUCCESS)
+
+    def get_broker_acl_config_version(self, channel: Channel,
+                                      request: RemotingCommand) -> RemotingCommand | None:
+        if self.validator is None:
+            log.warning("acl.not_enabled", code=request.code, peer=channel.remote_addr)
+            return None
+        manager = self.validator.manager
+        versions = manager.data_version_map
+        all_versions = {path: {"counter": versions[path].counter,
+                               "timestamp": versions[path].timestamp}
+                        for path in java_hashmap_order(versions)}
+        default = manager.data_version
+        name, addr, cluster = self._identity()
+        return request.create_response(ResponseCode.SUCCESS, ext_fields={
+            "version": _json({"counter": default.counter, "timestamp": default.timestamp}),
+            "allAclFileVersion": _json(all_versions),
+            "brokerName": name, "brokerAddr": addr, "clusterName": cluster})
+
+    def get_broker_cluster_acl_config(self, channel: Channel,
+                                      request: RemotingCommand) -> RemotingCommand | None:
+        if self.validator is None:
+            log.warning("acl.not_enabled", code=request.code, peer=channel.remote_addr)
+            return None
+        whites, configs = self.validator.manager.all_acl_config()
+        body = {"globalWhiteAddrs": whites,
+                "plainAccessConfigs": [c.to_json() for c in configs]}
+        return request.create_response(ResponseCode.SUCCESS, body=_json(body).encode("utf-8"))
