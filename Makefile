@@ -8,7 +8,7 @@ PY     := $(VENV)/bin/python
 PIP    := $(VENV)/bin/pip
 INTEROP := tests/interop
 
-.PHONY: run test venv interop-deps lint typecheck bench clean
+.PHONY: run test venv interop-deps java-deps java-tools lint typecheck bench clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -24,10 +24,23 @@ $(INTEROP)/node_modules/.installed: $(INTEROP)/package.json
 
 interop-deps: $(INTEROP)/node_modules/.installed
 
+# Stock Apache RocketMQ 4.9.7 (Maven Central) + our driver, for tests/interop/test_stock_*.py:
+# target/classes and target/classpath.txt; the stamp makes a second run instant.
+JAVA_DIR := $(INTEROP)/java
+$(JAVA_DIR)/target/.built: $(JAVA_DIR)/pom.xml $(wildcard $(JAVA_DIR)/src/main/java/io/aiorocketmq/interop/*.java) | java-tools
+	mvn -q -B -Dstyle.color=never -f $(JAVA_DIR)/pom.xml -DskipTests package dependency:build-classpath -Dmdep.outputFile=$(CURDIR)/$(JAVA_DIR)/target/classpath.txt
+	touch $@
+
+java-tools:
+	@command -v java >/dev/null || { echo "java-deps: 'java' (JDK 17) is not on PATH; install it to build the stock RocketMQ harness" >&2; exit 1; }
+	@command -v mvn >/dev/null || { echo "java-deps: 'mvn' (Maven 3) is not on PATH; install it to build the stock RocketMQ harness" >&2; exit 1; }
+
+java-deps: $(JAVA_DIR)/target/.built
+
 run: venv
 	$(PY) -m examples.quickstart --data-dir ./data
 
-test: venv interop-deps
+test: venv interop-deps java-deps
 	$(VENV)/bin/pytest -q -p no:cacheprovider
 
 lint: venv
