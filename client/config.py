@@ -27,10 +27,13 @@ import dataclasses
 import os
 import re
 import socket
+import ssl
 import time
 
+from aiorocketmq.protocol.acl import AclClientRPCHook, RPCHook, SessionCredentials
 from aiorocketmq.protocol.codes import LanguageCode, MixAll, SerializeType, SystemTopic
 from aiorocketmq.protocol.errors import MQClientError
+from aiorocketmq.protocol.tls import client_ssl_context
 
 __all__ = [
     "ClientConfig",
@@ -133,6 +136,17 @@ class ClientConfig:
         unit_mode: upstream unit mode flag (sent in headers, normally False).
         serialize_type: header encoding of every request, ``"JSON"`` or ``"ROCKETMQ"`` (or a
             ``SerializeType``); stored as ``SerializeType`` (module docstring).
+        access_key / secret_key / security_token: ACL credentials; with them every request
+            is signed as by Java's ``AclClientRPCHook`` (protocol/acl.py). Never printed.
+        rpc_hook: an object with ``do_before_request(addr, request)`` and
+            ``do_after_response(addr, request, response)`` (Java ``RPCHook``) for custom
+            signing; it wins over the credentials.
+        use_tls: connect with TLS (Java ``useTLS`` / ``-Dtls.enable=true``).
+        tls_verify: verify the server's certificate (Java ``tls.client.authServer``; off by
+            default, as the Java client, which trusts any certificate); against
+            ``tls_ca_file`` (``tls.client.trustCertPath``) or the system store.
+        tls_cert_file / tls_key_file / tls_key_password: a client certificate
+            (``tls.client.certPath`` / ``keyPath`` / ``keyPassword``).
 
     Raises:
         MQClientError: an option out of range or a malformed address list.
@@ -154,6 +168,16 @@ class ClientConfig:
     unit_mode: bool = False
     serialize_type: SerializeType = dataclasses.field(
         default_factory=lambda: _serialize_type(os.environ.get("ROCKETMQ_SERIALIZE_TYPE", "JSON")))
+    access_key: str | None = None
+    secret_key: str | None = dataclasses.field(default=None, repr=False)
+    security_token: str | None = dataclasses.field(default=None, repr=False)
+    rpc_hook: RPCHook | None = dataclasses.field(default=None, repr=False, compare=False)
+    use_tls: bool = False
+    tls_verify: bool = False
+    tls_ca_file: str | None = None
+    tls_cert_file: str | None = None
+    tls_key_file: str | None = None
+    tls_key_password: str | None = dataclasses.field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         for name in ("poll_name_server_interval_ms", "heartbeat_broker_interval_ms",
@@ -177,6 +201,26 @@ class ClientConfig:
         except ValueError as exc:
             raise MQClientError(f"ClientConfig.language: unknown {self.language!r}") from exc
         object.__setattr__(self, "serialize_type", _serialize_type(self.serialize_type))
+        if bool(self.access_key) != bool(self.secret_key):
+            raise MQClientError("ClientConfig: access_key and secret_key go together "
+                                "(one of them is missing)")
+
+    def build_rpc_hook(self) -> RPCHook | None:
+        """``rpc_hook``, else an ``AclClientRPCHook`` for the credentials, else None."""
+        if self.rpc_hook is not None:
+            return self.rpc_hook
+        if self.access_key and self.secret_key:
+            return AclClientRPCHook(SessionCredentials(
+                self.access_key, self.secret_key, self.security_token))
+        return None
+
+    def build_ssl_context(self) -> ssl.SSLContext | None:
+        """The client TLS context when ``use_tls`` (protocol/tls.py), else None."""
+        if not self.use_tls:
+            return None
+        return client_ssl_context(verify=self.tls_verify, ca_file=self.tls_ca_file,
+                                  cert_file=self.tls_cert_file, key_file=self.tls_key_file,
+                                  key_password=self.tls_key_password)
 
     @property
     def namesrv_addresses(self) -> list[str]:

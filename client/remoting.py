@@ -10,6 +10,10 @@ Upstream ``NettyRemotingClient``:
   (clientAsyncSemaphoreValue / clientOnewaySemaphoreValue, 65535 each).
 * A sync request that times out closes its channel (``clientCloseSocketIfTimeout``, true in
   4.9.7), as does a request that could not be written.
+* ``rpc_hook`` (upstream ``RPCHook``, e.g. ``AclClientRPCHook``): ``do_before_request``
+  runs on every request just before it is written (to brokers and nameservers alike),
+  ``do_after_response`` after each sync answer. ``ssl``: every channel connects with TLS
+  (upstream ``useTLS``).
 * Nameservers: ``update_namesrv_address_list`` shuffles the list as upstream does;
   ``invoke_namesrv`` sticks to one chosen nameserver and moves on to the next one when it
   cannot connect, or after its channel was closed by a failure
@@ -23,10 +27,12 @@ from __future__ import annotations
 
 import asyncio
 import random
+import ssl
 import warnings
 from collections.abc import Callable, Mapping
 
 from aiorocketmq.logs import get_logger
+from aiorocketmq.protocol.acl import RPCHook
 from aiorocketmq.protocol.channel import (
     CLIENT_ASYNC_PERMITS,
     CLIENT_ONEWAY_PERMITS,
@@ -79,6 +85,8 @@ class RemotingClient:
             default true): a peer that stopped answering is dialled afresh next time.
         serialize_type: header encoding stamped on every request sent (``ClientConfig``'s,
             upstream ``serializeTypeConfigInThisServer``); None sends each as it was built.
+        rpc_hook: signs (or otherwise amends) each request (module docstring).
+        ssl: a client TLS context for every connection, or None for plain TCP.
     """
 
     def __init__(
@@ -94,6 +102,8 @@ class RemotingClient:
         max_frame_length: int = DEFAULT_MAX_FRAME_LENGTH,
         close_socket_if_timeout: bool = True,
         serialize_type: SerializeType | None = None,
+        rpc_hook: RPCHook | None = None,
+        ssl: ssl.SSLContext | None = None,
     ) -> None:
         self._processors: dict[int, Handler] = dict(processors or {})
         self._default_handler = default_handler
@@ -105,6 +115,8 @@ class RemotingClient:
         self._max_frame_length = max_frame_length
         self._close_socket_if_timeout = close_socket_if_timeout
         self.serialize_type = serialize_type
+        self.rpc_hook = rpc_hook
+        self.ssl = ssl
         self._channels: dict[str, Channel] = {}
         self._locks: dict[str, asyncio.Lock] = {}
         self._namesrv_addrs: list[str] = []
@@ -158,6 +170,7 @@ class RemotingClient:
                 port,
                 processors=self._processors,
                 timeout=self.connect_timeout,
+                ssl=self.ssl,
                 default_handler=self._default_handler,
                 on_close=self._channel_closed,
                 async_permits=self._async_permits,
@@ -203,6 +216,9 @@ class RemotingClient:
         """
         if self.serialize_type is not None:
             cmd.serialize_type = self.serialize_type
+        hook = self.rpc_hook
+        if hook is not None:
+            hook.do_before_request(addr, cmd)
         channel = self._channels.get(addr)
         if channel is not None and channel.is_active:
             remaining = timeout  # the hot path: no coroutine or clock read before the channel
@@ -216,13 +232,16 @@ class RemotingClient:
                 f"invokeSync call the addr[{addr}] timeout: connecting used the whole "
                 f"{int(timeout * 1000)}ms, request code={cmd.code}")
         try:
-            return await channel.invoke(cmd, remaining)
+            response = await channel.invoke(cmd, remaining)
         except RemotingTimeoutError:
             if self._close_socket_if_timeout:
                 log.warning("remoting.close_on_timeout", addr=addr, code=cmd.code,
                             timeout=timeout)
                 self._close_if_current(addr, channel)
             raise
+        if hook is not None:
+            hook.do_after_response(addr, cmd, response)
+        return response
 
     async def _invoke_on(self, channel: Channel, addr: str, cmd: RemotingCommand,
                          remaining: float, timeout: float) -> RemotingCommand:
@@ -258,6 +277,8 @@ class RemotingClient:
         """
         if self.serialize_type is not None:
             cmd.serialize_type = self.serialize_type
+        if self.rpc_hook is not None:
+            self.rpc_hook.do_before_request(addr, cmd)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         channel = await self.get_channel(addr)
@@ -272,6 +293,8 @@ class RemotingClient:
         """Oneway request to ``addr`` (see ``Channel.invoke_oneway``)."""
         if self.serialize_type is not None:
             cmd.serialize_type = self.serialize_type
+        if self.rpc_hook is not None:
+            self.rpc_hook.do_before_request(addr, cmd)
         channel = await self.get_channel(addr)
         await channel.invoke_oneway(cmd, timeout)
 
@@ -352,11 +375,17 @@ class RemotingClient:
         deadline = loop.time() + timeout
         channel = await self.get_namesrv_channel()
         addr = channel.attrs["addr"]
+        hook = self.rpc_hook
+        if hook is not None:
+            hook.do_before_request(addr, cmd)
         try:
-            return await self._invoke_on(channel, addr, cmd, deadline - loop.time(), timeout)
+            response = await self._invoke_on(channel, addr, cmd, deadline - loop.time(), timeout)
         except (RemotingTimeoutError, ConnectionClosedError):
             self._close_if_current(addr, channel)
             raise
+        if hook is not None:
+            hook.do_after_response(addr, cmd, response)
+        return response
 
     # -- lifecycle ------------------------------------------------------------------------
 

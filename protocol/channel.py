@@ -47,6 +47,7 @@ import asyncio
 import collections
 import os
 import socket
+import ssl as ssl_module
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Protocol, TypeAlias, cast
 
@@ -434,10 +435,12 @@ class Channel(asyncio.Protocol):
         *,
         processors: Mapping[int, Handler] | None = None,
         timeout: float = 3.0,
+        ssl: ssl_module.SSLContext | None = None,
         **opts: Any,
     ) -> Channel:
         """Open a client connection to ``host:port`` (upstream connectTimeoutMillis = 3 s).
 
+        ``ssl``: a client context for a TLS connection (the handshake counts in ``timeout``).
         ``opts`` are the keyword options of ``Channel(...)``; a misspelt one is a TypeError.
 
         Raises:
@@ -447,7 +450,11 @@ class Channel(asyncio.Protocol):
         channel = cls(processors, **opts)
         try:
             async with asyncio.timeout(timeout):
-                await loop.create_connection(lambda: channel, host, port)
+                if ssl is None:
+                    await loop.create_connection(lambda: channel, host, port)
+                else:
+                    await loop.create_connection(lambda: channel, host, port, ssl=ssl,
+                                                 server_hostname=host)
         except (OSError, TimeoutError) as exc:
             reason = f"no connection within {timeout}s" if isinstance(exc, TimeoutError) else exc
             raise RemotingConnectError(f"connect to {host}:{port} failed: {reason}") from exc
