@@ -180,7 +180,9 @@ class MQClientInstance:
     def __init__(self, config: ClientConfig, client_id: str) -> None:
         self.config = config
         self.client_id = client_id
-        self.remoting = RemotingClient(serialize_type=config.serialize_type)
+        self.remoting = RemotingClient(serialize_type=config.serialize_type,
+                                       rpc_hook=config.build_rpc_hook(),
+                                       ssl=config.build_ssl_context())
         self.api = MQClientAPI(self.remoting, config)
         self.remoting.update_namesrv_address_list(config.namesrv_addresses)
         self.state = ServiceState.CREATE_JUST
