@@ -130,17 +130,32 @@ class RemotingServer:
 
     # -- lifecycle ------------------------------------------------------------------------
 
-    async def start(self) -> None:
-        """Bind and start accepting. Raises ``OSError`` if the address is taken."""
+    async def start(self, *, serve: bool = True) -> None:
+        """Bind and start accepting. Raises ``OSError`` if the address is taken.
+
+        With ``serve=False`` the port is only bound (``port`` is known, connections are
+        refused) until ``start_serving()``: a broker learns its port before its store
+        recovers, and listens once it can answer.
+        """
         if self._server is not None or self._stopped:
             raise MQClientError("cannot call RemotingServer.start(): already started or stopped")
         loop = asyncio.get_running_loop()
         self._server = await loop.create_server(
-            self._make_channel, self.host, self.port, backlog=self._backlog, reuse_address=True
+            self._make_channel, self.host, self.port, backlog=self._backlog, reuse_address=True,
+            start_serving=serve,
         )
         sock = self._server.sockets[0]
         self.port = sock.getsockname()[1]
-        log.info("remoting.server_started", address=self.address)
+        if serve:
+            log.info("remoting.server_started", address=self.address)
+
+    async def start_serving(self) -> None:
+        """Listen and accept on the port ``start(serve=False)`` bound. Idempotent."""
+        if self._server is None or self._stopped or not self._accepting:
+            raise MQClientError("cannot call RemotingServer.start_serving(): not bound, or stopped")
+        if not self._server.is_serving():
+            await self._server.start_serving()
+            log.info("remoting.server_started", address=self.address)
 
     def stop_accepting(self) -> None:
         """Close the listening socket; live connections are still served. Idempotent."""

@@ -5,13 +5,16 @@ Upstream ``BrokerController`` (``initialize``, ``start``, ``shutdown``, ``regist
 ``start()``:
 
 1. load ``topics.json``, ``subscriptionGroup.json``, ``consumerOffset.json``;
-2. bind the RemotingServer (``listenPort`` 0 picks a free port, which then becomes
-   ``listen_port``, the registered broker address and the store host);
+2. bind the RemotingServer's port without listening yet (``listenPort`` 0 picks a free
+   port, which then becomes ``listen_port``, the registered broker address and the store
+   host);
 3. start the store (recovery included) and hook its message-arriving listener to the
    long-polling service;
 4. register the processor table (admin as default processor for unknown codes);
 5. start the persistence routines, client housekeeping and long-poll checker; attach the
-   metrics families and start their HTTP endpoint (``metrics``: server/metrics/);
+   metrics families and start their HTTP endpoint (``metrics``: server/metrics/); then
+   listen: clients connect only to a broker that can answer them (upstream starts its
+   remoting server after the store has loaded and recovered);
 6. register with every nameserver (awaited, failures logged), then the periodic
    registration and the 5 s consumer-offset flush.
 
@@ -117,7 +120,7 @@ class BrokerController:
         for manager in (self.topics, self.subscription_groups, self.offsets):
             if not manager.load():
                 raise RuntimeError(f"cannot load {manager.path} nor its .bak")
-        await self.server.start()
+        await self.server.start(serve=False)
         self.config.listen_port = self.server.port
         c = self.config
         self.store = MessageStore(self.store_config, store_host=c.broker_addr,
@@ -161,6 +164,7 @@ class BrokerController:
         self.transaction_check.start()
         self.metrics.attach(self)
         await self.metrics.start()
+        await self.server.start_serving()
         await self.namesrv.register_broker_all()
         self.namesrv.start()
         self._offset_task = asyncio.get_running_loop().create_task(

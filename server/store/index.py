@@ -15,9 +15,10 @@ its creation time (``yyyyMMddHHmmssSSS``) under ``<root>/index``::
                    since beginTimestamp, prevIndex i32), entry 0 unused
 
 so a file is bounded (``40 + 4*slots + 20*entries`` bytes), lookups follow one chain,
-and it is rebuildable from the commit log: ``recover`` destroys every file that may
-hold entries newer than the checkpoint's index offset and returns the commit-log
-offset from which the dispatcher must re-index (the end of the last file kept).
+and it is rebuildable from the commit log: ``recover`` cuts the entries of records at
+or beyond the checkpoint's index offset out of the file that holds them (``truncate``),
+destroys the newer files, and returns the commit-log offset from which the dispatcher
+must re-index (the end of the last file kept).
 
 Key hash: upstream's ``abs(String.hashCode())`` is a Python loop per character, the
 dearest step of a put. Files we create hash keys with CRC-32 instead (C speed; the format
@@ -178,6 +179,55 @@ class IndexFile:
                 break
             nxt = prev
 
+    def truncate(self, trusted_offset: int) -> bool:
+        """Drop the entries of records at or beyond ``trusted_offset``; False if it cannot.
+
+        Entries are appended in commit-log order, so those to drop are a tail: found by
+        bisection, then every slot whose chain starts in that tail is pointed at the newest
+        entry kept (following ``prevIndex``). Costs a few reads per dropped entry, not a
+        pass over the file. False when the tail does not look like entries (the caller
+        destroys the file instead).
+        """
+        mm, base, count = self.mf.mm, self._entries_base, self.index_count
+        if not 1 <= count <= self.index_num:
+            return False
+        lo, hi = 1, count
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if _ENTRY.unpack_from(mm, base + mid * INDEX_SIZE)[1] < trusted_offset:
+                lo = mid + 1
+            else:
+                hi = mid
+        keep = lo
+        if keep == count:
+            return True
+        for n in range(keep, count):
+            key_hash = _I32.unpack_from(mm, base + n * INDEX_SIZE)[0]
+            if key_hash < 0:
+                return False
+            slot_pos = INDEX_HEADER_SIZE + (key_hash % self.hash_slot_num) * HASH_SLOT_SIZE
+            (head,) = _I32.unpack_from(mm, slot_pos)
+            if head < keep:
+                continue  # fixed already, or the chain starts before the tail
+            while head >= keep:
+                prev = _ENTRY.unpack_from(mm, base + head * INDEX_SIZE)[3]
+                if prev >= head:
+                    return False
+                head = max(prev, INVALID_INDEX)
+            _I32.pack_into(mm, slot_pos, head)
+            if head == INVALID_INDEX:
+                self.hash_slot_count -= 1
+        self.index_count = keep
+        if keep > 1:
+            _, phy, diff, _ = _ENTRY.unpack_from(mm, base + (keep - 1) * INDEX_SIZE)
+            self.end_phy_offset = phy
+            self.end_timestamp = self.begin_timestamp + diff * 1000 + 999  # diff is whole seconds
+        else:
+            self.end_phy_offset, self.end_timestamp = self.begin_phy_offset, self.begin_timestamp
+        self._write_header()
+        self.dirty = True
+        return True
+
     def flush(self) -> None:
         """Make the whole file durable (worker thread)."""
         if not self.dirty:
@@ -237,7 +287,18 @@ class IndexService:
         """
         keep: list[IndexFile] = []
         for i, f in enumerate(self.files):
-            if f.is_empty or f.end_phy_offset >= trusted_offset:
+            if f.end_phy_offset >= trusted_offset:
+                # Upstream destroys such a file whole (IndexService.load), losing the entries
+                # of its older records or forcing a re-index from the start of the log: cut
+                # it back to the trusted offset instead, when it has entries older than that.
+                if not f.is_empty and f.begin_phy_offset < trusted_offset \
+                        and f.truncate(trusted_offset) and not f.is_empty:
+                    keep.append(f)
+                    i += 1
+                for doomed in self.files[i:]:
+                    doomed.destroy()
+                break
+            if f.is_empty:
                 for doomed in self.files[i:]:
                     doomed.destroy()
                 break

@@ -261,6 +261,8 @@ class MessageStore:
         self._last_physical_min_offset = 0
         self._in_memory_bytes = int(_total_physical_memory() * config.access_message_in_memory_max_ratio / 100)
         self.last_exit_ok = True
+        # Records the last start re-dispatched to the consume queues and the index.
+        self.recovery_redispatched = 0
         self._lock_fd = -1
 
     # ------------------------------------------------------------------ lifecycle
@@ -333,6 +335,7 @@ class MessageStore:
             self.dispatcher.dispatch(req)
             redispatched += 1
         self.dispatcher.dispatched_offset = process
+        self.recovery_redispatched = redispatched
         self._recover_topic_queue_table()
         self._last_physical_min_offset = min_phy
         self.abort_file.create()

@@ -37,3 +37,12 @@ def test_with_options_applies_only_the_given_ones() -> None:
         "127.0.0.1:9877", "ns", "i1")
     with pytest.raises(MQClientError, match="namesrv_addr"):
         base.with_options(namesrv_addr="no-port")
+
+
+def test_namesrv_addr_defaults_to_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Upstream ClientConfig: namesrvAddr = NameServerAddressUtils.getNameServerAddresses().
+    monkeypatch.setenv("NAMESRV_ADDR", "10.0.0.1:9876;10.0.0.2:9876")
+    assert ClientConfig().namesrv_addresses == ["10.0.0.1:9876", "10.0.0.2:9876"]
+    assert ClientConfig(namesrv_addr="h:1").namesrv_addresses == ["h:1"]
+    monkeypatch.delenv("NAMESRV_ADDR")
+    assert ClientConfig().namesrv_addresses == []

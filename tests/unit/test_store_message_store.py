@@ -419,6 +419,35 @@ async def test_abnormal_restart_from_checkpoint_redispatches_tail(open_store, tm
     q.release()
 
 
+async def test_abnormal_restart_redispatches_only_past_the_checkpoint(open_store, tmp_path) -> None:
+    # A crash leaves the one index file holding entries newer than the checkpoint. The
+    # store used to destroy it and re-dispatch the whole log (every record since offset
+    # 0); it now cuts the file back to the checkpoint and re-dispatches only the tail.
+    root = str(tmp_path / "s")
+    store = await open_store(root, max_index_num=4096)
+    first = await put_many(store, 60, keys="old")
+    await store._flush._flush_logics_once()
+    checkpoint_bytes = (tmp_path / "s" / "checkpoint").read_bytes()
+    later = [msg(100 + i, keys="new") for i in range(15)]
+    for m in later:
+        await store.put_message(m)
+    await _crash_copy(store)
+    (tmp_path / "s" / "checkpoint").write_bytes(checkpoint_bytes)
+    again = await open_store(root, max_index_num=4096)
+    assert not again.last_exit_ok
+    assert again.recovery_redispatched <= len(later) + 1
+    assert [m.body for m in pull_all(again, "T", 0)] == [m.body for m in first + later]
+    for key, n in (("old", 60), ("new", 15), ("UNIQ000010", 1), ("UNIQ000107", 1)):
+        q = again.query_message("T", key, 100, 0, 2**62)
+        assert len(decode_messages(q.body())) == n, key
+        q.release()
+    m = msg(200, keys="new")
+    assert (await again.put_message(m)).status is PutMessageStatus.PUT_OK
+    q = again.query_message("T", "new", 100, 0, 2**62)
+    assert len(decode_messages(q.body())) == 16
+    q.release()
+
+
 def _block_store_threads(store: MessageStore, gate: threading.Event) -> None:
     """Occupy every store I/O thread, so no flush can run until ``gate`` is set."""
     assert store._executor is not None
