@@ -194,6 +194,9 @@ STORE_KEYS = {
     "sync_flush_timeout_ms": "syncFlushTimeout",
     "clean_resource_interval_ms": "cleanResourceInterval",
     "check_crc_on_recover": "checkCRCOnRecover",
+    "ha_send_heartbeat_interval_ms": "haSendHeartbeatInterval",
+    "ha_housekeeping_interval_ms": "haHousekeepingInterval",
+    "slave_timeout_ms": "slaveTimeout",
 }
 
 

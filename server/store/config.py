@@ -70,13 +70,27 @@ class MessageStoreConfig:
     max_index_num: int = 5000000 * 4
     default_query_max_num: int = 32
     message_delay_level: str = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
-    broker_role: str = "ASYNC_MASTER"
+    broker_role: str = "ASYNC_MASTER"  # ASYNC_MASTER | SYNC_MASTER | SLAVE
+    # HA (server/store/ha/). None = listenPort + 1 (BrokerStartup always sets that; an
+    # explicit key is ours), 0 with listenPort 0 = any free port.
+    ha_listen_port: int | None = None
+    ha_send_heartbeat_interval_ms: int = 1000 * 5
+    ha_housekeeping_interval_ms: int = 1000 * 20
+    ha_transfer_batch_size: int = 1024 * 32
+    ha_master_address: str | None = None  # SLAVE: fixed master HA address, else from the nameserver
+    ha_slave_fallbehind_max: int = 1024 * 1024 * 256
+    slave_timeout_ms: int = 3000  # SYNC_MASTER: wait for a slave ack (submitReplicaRequest)
+    offset_check_in_slave: bool = False
 
     def __post_init__(self) -> None:
         if self.flush_disk_type not in (ASYNC_FLUSH, SYNC_FLUSH):
             raise ValueError(f"flushDiskType must be ASYNC_FLUSH or SYNC_FLUSH, not {self.flush_disk_type!r}")
         if self.mapped_file_size_commit_log < 4096:
             raise ValueError("mappedFileSizeCommitLog must be at least 4096 bytes")
+        if self.broker_role not in ("ASYNC_MASTER", "SYNC_MASTER", "SLAVE"):
+            raise ValueError(f"brokerRole must be ASYNC_MASTER, SYNC_MASTER or SLAVE, not {self.broker_role!r}")
+        if self.ha_transfer_batch_size < 1:
+            raise ValueError("haTransferBatchSize must be positive")
 
     # -- derived values (StorePathConfigHelper, MessageStoreConfig getters) --
 
@@ -110,6 +124,10 @@ class MessageStoreConfig:
     def disk_max_used_ratio(self) -> float:
         """``getDiskMaxUsedSpaceRatio`` clamps to [10, 95] percent."""
         return min(max(self.disk_max_used_space_ratio, 10), 95) / 100.0
+
+    @property
+    def is_slave(self) -> bool:
+        return self.broker_role == "SLAVE"
 
     @property
     def is_sync_flush(self) -> bool:
@@ -154,6 +172,9 @@ _ALIASES = {
     "syncFlushTimeout": "sync_flush_timeout_ms",
     "cleanResourceInterval": "clean_resource_interval_ms",
     "checkCRCOnRecover": "check_crc_on_recover",
+    "haSendHeartbeatInterval": "ha_send_heartbeat_interval_ms",
+    "haHousekeepingInterval": "ha_housekeeping_interval_ms",
+    "slaveTimeout": "slave_timeout_ms",
 }
 
 _CAMEL = re.compile(r"(?<=[a-z0-9])([A-Z])")

@@ -201,6 +201,10 @@ class FlushService:
         dispatched = self._dispatcher.dispatched_offset
         dispatched_ts = self._dispatcher.dispatched_timestamp
         physic = min(self._commit_log.mfq.flushed_where, self._commit_log.max_offset)
+        if self._config.is_slave:
+            # A slave's log may end inside a record still being transferred; recovery must
+            # start on a record boundary, and the dispatched offset always is one.
+            physic = min(physic, dispatched)
         physic_ts = dispatched_ts if physic >= dispatched else self._checkpoint.physic_msg_timestamp
         loop = asyncio.get_running_loop()
         await loop.run_in_executor(self._executor, self._flush_logics_blocking, physic, physic_ts,

@@ -35,11 +35,21 @@ Writing (``put_message`` / ``put_messages``):
   (``set_message_arriving_listener``) before any flush wait.
 * ``append_observer`` (optional, metrics): called with the seconds a successful put spent
   reserving, appending and dispatching (the flush wait excluded).
+* Replication (``server/store/ha``, attached as ``store.ha``): every append wakes the HA
+  writers; on a SYNC_MASTER a put that waits (``WAIT`` not ``"false"``) also waits for a
+  slave to acknowledge its end offset: FLUSH_SLAVE_TIMEOUT after ``slave_timeout_ms``,
+  SLAVE_NOT_AVAILABLE at once when no slave is connected or the best one is more than
+  ``ha_slave_fallbehind_max`` behind (``CommitLog.submitReplicaRequest``; the replica
+  status wins over the flush status, as upstream's ``thenCombine``). A SLAVE refuses puts
+  (SERVICE_NOT_AVAILABLE); its log grows only through ``append_to_commit_log`` (the
+  master's bytes, byte for byte), after which the new whole records are dispatched to the
+  consume queues and the index exactly as on a master (upstream ``ReputMessageService``).
 
 Reading: ``get_message`` implements REMOTING.md 6.2's store lookup table and limits;
 its ``GetMessageResult.message_buffers`` are memoryviews into the mapped commit log,
 valid until ``result.release()`` (copy them once when building the response:
-``result.body()``). ``query_message`` returns the records of an index lookup the same
+``result.body()``). ``suggest_pulling_from_slave`` is set when the reader is more than
+``access_message_in_memory_max_ratio`` % of physical memory behind the log's end. ``query_message`` returns the records of an index lookup the same
 way. Reads of queues that do not exist do not create them (upstream creates them on
 read; the only visible difference is NO_MATCHED_LOGIC_QUEUE instead of
 NO_MESSAGE_IN_QUEUE for a never-written queue).
@@ -62,15 +72,18 @@ import contextlib
 import enum
 import fcntl
 import os
+import struct
 import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aiorocketmq.logs import get_logger
 from aiorocketmq.protocol.codes import MessageConst, MessageSysFlag, SystemTopic
 from aiorocketmq.protocol.message import (
+    BLANK_MAGIC_CODE,
     MAX_TOPIC_LENGTH,
+    MESSAGE_MAGIC_CODE,
     MessageDecodeError,
     MessageExt,
     decode_message,
@@ -81,7 +94,12 @@ from .checkpoint import AbortFile, StoreCheckpoint
 from .commit_log import CommitLog
 from .config import CQ_STORE_UNIT_SIZE, MessageStoreConfig
 from .consume_queue import CQ_UNIT, ConsumeQueue
-from .dispatcher import Dispatcher, DispatchRequest, parse_delay_levels
+from .dispatcher import (
+    Dispatcher,
+    DispatchRequest,
+    dispatch_request_from_record,
+    parse_delay_levels,
+)
 from .flush import FlushService
 from .index import IndexService
 from .inner import (
@@ -93,6 +111,9 @@ from .inner import (
 )
 from .mapped_file import MappedFile
 
+if TYPE_CHECKING:
+    from .ha import HAService
+
 __all__ = [
     "MessageStore",
     "GetMessageStatus",
@@ -100,6 +121,7 @@ __all__ = [
     "QueryMessageResult",
     "MessageArrivingListener",
     "MessageFilter",
+    "RecordFilter",
 ]
 
 log = get_logger("aiorocketmq.store")
@@ -109,6 +131,7 @@ _perf = time.perf_counter
 MessageArrivingListener = Callable[[str, int, int, int, int, dict[str, str]], None]
 # filter(tags_code) -> matched; applied to consume-queue units (REMOTING.md 6.1)
 MessageFilter = Callable[[int], bool]
+RecordFilter = Callable[[memoryview], bool]
 
 _KEYS = MessageConst.PROPERTY_KEYS
 _UNIQ = MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX
@@ -116,6 +139,7 @@ _WAIT = MessageConst.PROPERTY_WAIT_STORE_MSG_OK
 _PREPARED = MessageSysFlag.TRANSACTION_PREPARED_TYPE
 _ROLLBACK = MessageSysFlag.TRANSACTION_ROLLBACK_TYPE
 _unpack_unit = CQ_UNIT.unpack_from
+_unpack_head = struct.Struct(">ii").unpack_from  # TOTALSIZE, MAGICCODE
 
 
 class GetMessageStatus(enum.Enum):
@@ -252,6 +276,8 @@ class MessageStore:
         self.dispatcher = Dispatcher(self.find_or_create_consume_queue, self.index)
         self._listener: MessageArrivingListener | None = None
         self.append_observer: Callable[[float], None] | None = None
+        # Replication, attached by the broker (server/store/ha); None in a bare store.
+        self.ha: HAService | None = None
         self._executor: ThreadPoolExecutor | None = None
         self._flush: FlushService | None = None
         self._clean_task: asyncio.Task[None] | None = None
@@ -603,17 +629,135 @@ class MessageStore:
 
     def _after_append(self, result: AppendMessageResult, props: dict[str, str]
                       ) -> PutMessageResult | Awaitable[PutMessageResult]:
-        if self.config.is_sync_flush and props.get(_WAIT) != "false":
+        end = result.wrote_offset + result.wrote_bytes
+        wait = props.get(_WAIT) != "false"
+        ha = self.ha
+        replica: asyncio.Future[bool] | None = None
+        if ha is not None:
+            ha.wakeup_writers()
+            if wait and self.config.broker_role == "SYNC_MASTER":
+                if not ha.is_slave_ok(end):
+                    replica_refused = PutMessageResult(PutMessageStatus.SLAVE_NOT_AVAILABLE, result)
+                    if not self.config.is_sync_flush:
+                        return replica_refused
+                    assert self._flush is not None
+                    return self._await_flush_then(self._flush.request_flush(end), replica_refused)
+                replica = ha.submit_replica(end)
+        if self.config.is_sync_flush and wait:
             assert self._flush is not None
-            return self._await_flush(result, self._flush.request_flush(result.wrote_offset + result.wrote_bytes))
+            return self._await_flush(result, self._flush.request_flush(end), replica)
+        if replica is not None:
+            return self._await_flush(result, None, replica)
         return PutMessageResult(PutMessageStatus.PUT_OK, result)
 
     @staticmethod
-    async def _await_flush(result: AppendMessageResult, flushed: Awaitable[bool]) -> PutMessageResult:
-        if not await flushed:
+    async def _await_flush_then(flushed: Awaitable[bool], answer: PutMessageResult) -> PutMessageResult:
+        await flushed
+        return answer
+
+    @staticmethod
+    async def _await_flush(result: AppendMessageResult, flushed: Awaitable[bool] | None,
+                           replica: Awaitable[bool] | None = None) -> PutMessageResult:
+        status = PutMessageStatus.PUT_OK
+        if flushed is not None and not await flushed:
             log.warn("store.flush_disk_timeout", offset=result.wrote_offset)
-            return PutMessageResult(PutMessageStatus.FLUSH_DISK_TIMEOUT, result)
-        return PutMessageResult(PutMessageStatus.PUT_OK, result)
+            status = PutMessageStatus.FLUSH_DISK_TIMEOUT
+        if replica is not None and not await replica:
+            log.warn("store.flush_slave_timeout", offset=result.wrote_offset)
+            status = PutMessageStatus.FLUSH_SLAVE_TIMEOUT
+        return PutMessageResult(status, result)
+
+    # ------------------------------------------------------------------ replication
+
+    def get_commit_log_data(self, offset: int) -> memoryview | None:
+        """The written bytes of the segment holding ``offset``, from ``offset`` to its write
+        position (``getCommitLogData`` / ``CommitLog.getData``; offset 0 falls back to the
+        first segment, as upstream). None when nothing is there yet."""
+        if self._state != "running":
+            return None
+        mf = self.commit_log.mfq.find_mapped_file_by_offset(offset, offset == 0)
+        if mf is None:
+            return None
+        pos = offset % self.commit_log.file_size
+        size = mf.wrote_position - pos
+        if size <= 0:
+            return None
+        return mf.view(pos, size)
+
+    def append_to_commit_log(self, start_offset: int, data: bytes | bytearray | memoryview) -> bool:
+        """A slave's append of the master's bytes at ``start_offset`` (``appendToCommitLog``).
+
+        The bytes go to the last segment (created at ``start_offset``'s segment start when
+        the log is empty or full), then every whole record now in the log is dispatched.
+        False when the store is not running, ``start_offset`` is not the log's end, the
+        bytes do not fit the segment, or the segment cannot be created.
+        """
+        if self._state != "running":
+            return False
+        mfq = self.commit_log.mfq
+        try:
+            mf = mfq.get_last_mapped_file(start_offset)
+        except OSError as exc:
+            log.error("store.ha_append_create_failed", offset=start_offset, error=repr(exc))
+            return False
+        assert mf is not None
+        if mf.file_from_offset + mf.wrote_position != start_offset or not mf.append(data):
+            log.error("store.ha_append_refused", offset=start_offset, size=len(data),
+                      segment=mf.file_from_offset, wrote_position=mf.wrote_position)
+            return False
+        self._reput()
+        return True
+
+    def _reput(self) -> None:
+        """Dispatch the whole records between the dispatched offset and the log's end."""
+        commit_log = self.commit_log
+        file_size = commit_log.file_size
+        offset = max(self.dispatcher.dispatched_offset, commit_log.min_offset)
+        end = commit_log.max_offset
+        find = commit_log.mfq.find_mapped_file_by_offset
+        table = commit_log.topic_queue_table
+        listener = self._listener
+        while offset < end:
+            mf = find(offset)
+            if mf is None:
+                break
+            pos = offset - mf.file_from_offset
+            wrote = mf.wrote_position
+            if pos + 8 > wrote:
+                if wrote < file_size:
+                    break
+                offset = mf.file_from_offset + file_size
+                continue
+            total, magic = _unpack_head(mf.mm, pos)
+            if magic == BLANK_MAGIC_CODE:
+                offset = mf.file_from_offset + file_size
+                continue
+            if magic != MESSAGE_MAGIC_CODE or total <= 0:
+                log.error("store.reput_bad_record", offset=offset, magic=magic, size=total)
+                break
+            if pos + total > wrote:
+                break  # the rest of this record is still on its way
+            try:
+                req = dispatch_request_from_record(mf.mm, pos, self.delay_levels)
+            except MessageDecodeError as exc:
+                log.error("store.reput_bad_record", offset=offset, error=str(exc))
+                break
+            self.dispatcher.dispatch(req)
+            offset += total
+            if req.has_queue_unit:
+                key = (req.topic, req.queue_id)
+                if table.get(key, 0) <= req.consume_queue_offset:
+                    table[key] = req.consume_queue_offset + 1
+                if listener is not None:
+                    # Upstream's slave does not notify long polling (parked pulls wait for
+                    # the 5 s check); notifying is harmless and answers them at once.
+                    try:
+                        listener(req.topic, req.queue_id, req.consume_queue_offset + 1,
+                                 req.tags_code, req.store_timestamp, {})
+                    except Exception:
+                        log.exception("store.arriving_listener_failed", topic=req.topic,
+                                      queue_id=req.queue_id)
+        self.dispatcher.dispatched_offset = max(self.dispatcher.dispatched_offset, offset)
 
     # ------------------------------------------------------------------ reading
 
@@ -631,32 +775,39 @@ class MessageStore:
                 or count > cfg.max_transfer_count_on_message_in_memory - 1)
 
     def get_message(self, group: str, topic: str, queue_id: int, offset: int, max_msg_nums: int,
-                    message_filter: MessageFilter | None = None) -> GetMessageResult:
+                    message_filter: MessageFilter | None = None,
+                    record_filter: RecordFilter | None = None) -> GetMessageResult:
         """Look up to ``max_msg_nums`` messages of a queue from ``offset`` (REMOTING.md 6.2).
 
-        ``message_filter(tags_code)`` rejects units by tag code. ``group`` is only for
+        ``message_filter(tags_code)`` rejects units by tag code; ``record_filter(record)``
+        rejects a read record (upstream ``isMatchedByCommitLog``: SQL92 on its properties).
+        A rejected message is skipped but counts as scanned. ``group`` is only for
         logs. Release (or drop) the result after copying its buffers.
         """
         max_phy = self.commit_log.max_offset
+        # nextOffsetCorrection: a slave keeps the requested offset unless offsetCheckInSlave.
+        keep = self.config.is_slave and not self.config.offset_check_in_slave
         cq = self.consume_queue_table.get((topic, queue_id))
         if cq is None:
-            return GetMessageResult(GetMessageStatus.NO_MATCHED_LOGIC_QUEUE, 0, 0, 0)
+            return GetMessageResult(GetMessageStatus.NO_MATCHED_LOGIC_QUEUE, offset if keep else 0, 0, 0)
         min_offset = cq.min_offset
         max_offset = cq.max_offset
         S = GetMessageStatus
         if max_offset == 0:
-            return GetMessageResult(S.NO_MESSAGE_IN_QUEUE, 0, min_offset, max_offset)
+            return GetMessageResult(S.NO_MESSAGE_IN_QUEUE, offset if keep else 0, min_offset, max_offset)
         if offset < min_offset:
-            return GetMessageResult(S.OFFSET_TOO_SMALL, min_offset, min_offset, max_offset)
+            return GetMessageResult(S.OFFSET_TOO_SMALL, offset if keep else min_offset, min_offset, max_offset)
         if offset == max_offset:
             return GetMessageResult(S.OFFSET_OVERFLOW_ONE, offset, min_offset, max_offset)
         if offset > max_offset:
-            return GetMessageResult(S.OFFSET_OVERFLOW_BADLY, max_offset, min_offset, max_offset)
+            return GetMessageResult(S.OFFSET_OVERFLOW_BADLY, offset if keep else max_offset,
+                                    min_offset, max_offset)
         units = cq.get_index_buffer(offset)
         if units is None:
             log.warn("store.consume_queue_unit_unreadable", group=group, topic=topic,
                      queue_id=queue_id, offset=offset, min_offset=min_offset, max_offset=max_offset)
-            return GetMessageResult(S.OFFSET_FOUND_NULL, cq.roll_next_file(offset), min_offset, max_offset)
+            return GetMessageResult(S.OFFSET_FOUND_NULL, offset if keep else cq.roll_next_file(offset),
+                                    min_offset, max_offset)
         result = GetMessageResult(S.NO_MATCHED_MESSAGE, offset, min_offset, max_offset)
         buffers = result.message_buffers
         queue_offsets = result.message_queue_offsets
@@ -667,6 +818,7 @@ class MessageStore:
         in_memory = self._in_memory_bytes
         get_log = self.commit_log.get_message
         i = 0
+        offset_py = 0
         try:
             while i < limit:
                 offset_py, size_py, tags_code = _unpack_unit(units, i)
@@ -685,6 +837,9 @@ class MessageStore:
                         result.status = S.MESSAGE_WAS_REMOVING
                     next_phy_file_start = self.commit_log.roll_next_file(offset_py)
                     continue
+                if record_filter is not None and not record_filter(view):
+                    view.release()
+                    continue
                 buffers.append(view)
                 queue_offsets.append(offset + (i // CQ_STORE_UNIT_SIZE) - 1)
                 total += size_py
@@ -694,6 +849,8 @@ class MessageStore:
             units.release()
         result.buffer_total_size = total
         result.next_begin_offset = offset + i // CQ_STORE_UNIT_SIZE
+        # maxPhyOffsetPulling is the last unit looked at (getMessage).
+        result.suggest_pulling_from_slave = max_phy - offset_py > in_memory
         return result
 
     def get_max_offset_in_queue(self, topic: str, queue_id: int) -> int:

@@ -1,0 +1,161 @@
+"""The slave's side of replication: upstream ``HAService.HAClient``.
+
+Contract:
+
+* Follows ``master_address`` (``host:haPort``; from ``haMasterAddress`` or the
+  nameserver's REGISTER_BROKER answer). Without one, or when a connect fails, it retries
+  every 5 s (upstream ``waitForRunning(1000 * 5)``); a changed address takes effect at
+  the next connect.
+* On connect it reports its commit-log max offset (8 bytes, big-endian), again after
+  the frames of each read were appended, and at least every ``haSendHeartbeatInterval``.
+* Each transfer frame is appended with ``MessageStore.append_to_commit_log`` at the
+  frame's offset, which must equal the slave's max offset once the slave holds data
+  (upstream closes the connection otherwise, and so do we: the next connect reports the
+  slave's offset again and the master resumes from there). Heartbeat frames (size 0)
+  append nothing.
+* End of stream, a write failure, a refused append or no successful report for
+  ``haHousekeepingInterval`` closes the connection; the routine then reconnects.
+* ``stop()`` cancels the routine and closes the socket.
+
+Observability: ``connected``, ``master_address``, ``reported_offset`` and
+``master_offset`` (the offset of the last frame header, a lower bound of the master's log
+end).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import TYPE_CHECKING
+
+from aiorocketmq.logs import get_logger
+
+from .wire import HAWireError, SlaveFrameDecoder, encode_offset_report
+
+if TYPE_CHECKING:
+    from ..config import MessageStoreConfig
+    from ..message_store import MessageStore
+
+__all__ = ["HAClient"]
+
+log = get_logger("aiorocketmq.store.ha")
+
+RECONNECT_INTERVAL = 5.0
+CONNECT_TIMEOUT = 3.0
+_READ_SIZE = 4 * 1024 * 1024  # HAClient.READ_MAX_BUFFER_SIZE
+
+
+class HAClient:
+    def __init__(self, store: MessageStore, config: MessageStoreConfig) -> None:
+        self._store = store
+        self._config = config
+        self.master_address: str | None = None
+        self.connected = False
+        self.reported_offset = 0
+        self.master_offset = 0
+        self._address_changed = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+
+    def update_master_address(self, addr: str) -> None:
+        if addr != self.master_address:
+            log.info("ha.master_address_updated", old=self.master_address, new=addr)
+            self.master_address = addr
+            self._address_changed.set()
+
+    def start(self) -> None:
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(self._client_routine(), name="HAClient")
+
+    async def stop(self) -> None:
+        task, self._task = self._task, None
+        if task is not None and not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    async def _client_routine(self) -> None:
+        while True:
+            addr = self.master_address
+            if not addr:
+                await self._pause()
+                continue
+            host, _, port = addr.rpartition(":")
+            try:
+                async with asyncio.timeout(CONNECT_TIMEOUT):
+                    reader, writer = await asyncio.open_connection(host, int(port))
+            except (OSError, TimeoutError, ValueError) as exc:
+                log.info("ha.connect_master_failed", master=addr, error=str(exc) or type(exc).__name__)
+                await self._pause()
+                continue
+            try:
+                await self._session(addr, reader, writer)
+            except (OSError, HAWireError) as exc:
+                log.info("ha.master_connection_lost", master=addr, error=str(exc))
+            finally:
+                self.connected = False
+                writer.close()
+                with contextlib.suppress(Exception):
+                    await writer.wait_closed()
+
+    async def _pause(self) -> None:
+        self._address_changed.clear()
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(RECONNECT_INTERVAL):
+                await self._address_changed.wait()
+
+    async def _session(self, addr: str, reader: asyncio.StreamReader,
+                       writer: asyncio.StreamWriter) -> None:
+        store = self._store
+        loop = asyncio.get_running_loop()
+        heartbeat = self._config.ha_send_heartbeat_interval_ms / 1000
+        housekeeping = self._config.ha_housekeeping_interval_ms / 1000
+        decoder = SlaveFrameDecoder()
+        self.connected = True
+        reported = self.reported_offset = store.get_max_phy_offset()
+        log.info("ha.master_connected", master=addr, offset=reported)
+        writer.write(encode_offset_report(reported))
+        await writer.drain()
+        last_write = last_read = loop.time()
+        while True:
+            now = loop.time()
+            if now - last_write >= heartbeat:
+                writer.write(encode_offset_report(reported))
+                await writer.drain()
+                last_write = now
+            if now - last_read > housekeeping:
+                log.warning("ha.master_expired", master=addr, idle_s=now - last_read)
+                return
+            wait = max(0.0, heartbeat - (loop.time() - last_write))
+            try:
+                async with asyncio.timeout(wait):
+                    data = await reader.read(_READ_SIZE)
+            except TimeoutError:
+                continue
+            if not data:
+                log.info("ha.master_closed", master=addr)
+                return
+            last_read = loop.time()
+            decoder.feed(data)
+            while True:
+                header = decoder.pending_header()
+                if header is None:
+                    break
+                master_offset = header[0]
+                slave_offset = store.get_max_phy_offset()
+                if slave_offset != 0 and slave_offset != master_offset:
+                    log.error("ha.offset_mismatch", master=addr, master_offset=master_offset,
+                              slave_offset=slave_offset)
+                    return
+                frame = decoder.next_frame()
+                if frame is None:
+                    break
+                offset, body = frame
+                self.master_offset = offset + len(body)
+                if body and not store.append_to_commit_log(offset, body):
+                    return
+            current = store.get_max_phy_offset()
+            if current > reported:
+                reported = self.reported_offset = current
+                writer.write(encode_offset_report(reported))
+                await writer.drain()
+                last_write = loop.time()

@@ -1,0 +1,185 @@
+"""Replication pieces without sockets: the HA wire codec, the SYNC_MASTER group transfer,
+and a slave store rebuilt from a master's commit-log bytes (server/store/ha)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import struct
+from collections.abc import AsyncIterator, Callable
+
+import pytest
+
+from aiorocketmq.server.store.ha.group_transfer import GroupTransferService
+from aiorocketmq.server.store.ha.wire import (
+    HAWireError,
+    OffsetReportDecoder,
+    SlaveFrameDecoder,
+    encode_frame_header,
+    encode_offset_report,
+)
+from aiorocketmq.server.store.inner import PutMessageStatus
+from aiorocketmq.server.store.message_store import MessageStore
+from tests.unit.test_store_message_store import HOST, make_config, msg, pull_all
+
+pytestmark = pytest.mark.timeout(60)
+
+
+# -- wire -------------------------------------------------------------------------------
+
+
+def test_offset_reports_byte_by_byte_and_last_wins() -> None:
+    stream = encode_offset_report(7) + encode_offset_report(1 << 40) + encode_offset_report(99)[:5]
+    d = OffsetReportDecoder()
+    seen = [r for b in stream if (r := d.feed(bytes([b]))) is not None]
+    assert seen == [7, 1 << 40]
+    assert d.feed(encode_offset_report(99)[5:]) == 99
+    # Several whole reports in one read: only the last counts (ReadSocketService).
+    d = OffsetReportDecoder()
+    assert d.feed(encode_offset_report(1) + encode_offset_report(2) + b"\x00") == 2
+
+
+def test_wire_layout_is_big_endian_offset_then_size() -> None:
+    assert encode_offset_report(0x0102030405060708) == bytes(range(1, 9))
+    assert encode_frame_header(5, 3) == struct.pack(">qi", 5, 3) and len(encode_frame_header(0, 0)) == 12
+
+
+@pytest.mark.parametrize("chunk", [1, 5, 12, 13, 1000])
+def test_slave_frames_in_any_chunking(chunk: int) -> None:
+    frames = [(0, b"abc"), (3, b""), (3, os.urandom(300)), (303, b"z")]
+    stream = b"".join(encode_frame_header(o, len(b)) + b for o, b in frames)
+    d = SlaveFrameDecoder()
+    got: list[tuple[int, bytes]] = []
+    bodies = []
+    for i in range(0, len(stream), chunk):
+        d.feed(stream[i:i + chunk])
+        while (f := d.next_frame()) is not None:
+            bodies.append(f[1])  # views stay valid across later feeds
+            got.append((f[0], bytes(f[1])))
+    assert got == frames
+    assert [bytes(b) for b in bodies] == [b for _, b in frames]
+    assert d.buffered == 0
+
+
+def test_slave_frame_with_negative_size_is_refused() -> None:
+    d = SlaveFrameDecoder()
+    d.feed(struct.pack(">qi", 0, -1))
+    with pytest.raises(HAWireError):
+        d.next_frame()
+
+
+# -- group transfer ---------------------------------------------------------------------
+
+
+async def test_group_transfer_wakes_in_order_and_times_out() -> None:
+    gt = GroupTransferService(timeout_ms=200)
+    waited: list[float] = []
+    gt.wait_observer = waited.append
+    a, b, c = gt.submit(100), gt.submit(200), gt.submit(300)
+    gt.notify_acked(150)
+    await asyncio.sleep(0)
+    assert a.result() is True and not b.done() and len(gt) == 2
+    gt.notify_acked(200)
+    assert b.result() is True and not c.done()
+    assert gt.submit(50).result() is True  # already covered
+    assert await asyncio.wait_for(c, 2) is False  # slaveTimeout
+    assert len(gt) == 0 and len(waited) == 3
+
+
+async def test_group_transfer_close_fails_waiters() -> None:
+    gt = GroupTransferService(timeout_ms=10_000)
+    f = gt.submit(10)
+    gt.close()
+    assert f.result() is False
+    assert gt.submit(20).result() is False
+
+
+# -- a slave store fed the master's bytes -------------------------------------------------
+
+
+@pytest.fixture
+async def stores(tmp_path) -> AsyncIterator[Callable[..., object]]:
+    opened: list[MessageStore] = []
+
+    async def factory(name: str, **kw: object) -> MessageStore:
+        store = MessageStore(make_config(str(tmp_path / name), **kw), store_host=HOST,
+                             disk_used_ratio=lambda p: 0.1)
+        await store.start()
+        opened.append(store)
+        return store
+
+    yield factory
+    for s in opened:
+        await s.shutdown()
+
+
+def transfer(master: MessageStore, slave: MessageStore, rng: random.Random, batch: int = 700) -> None:
+    """What HAConnection + HAClient do, in process: frames of at most ``batch`` bytes."""
+    offset = slave.get_max_phy_offset()
+    while (data := master.get_commit_log_data(offset)) is not None:
+        size = min(len(data), rng.randint(1, batch))
+        assert slave.append_to_commit_log(offset, data[:size])
+        data.release()
+        offset += size
+
+
+async def test_slave_log_is_byte_identical_and_dispatched(stores: Callable[..., object]) -> None:
+    master: MessageStore = await stores("m")  # type: ignore[misc]
+    slave: MessageStore = await stores("s", broker_role="SLAVE")  # type: ignore[misc]
+    rng = random.Random(7)
+    for i in range(120):
+        r = await master.put_message(msg(i, queue_id=i % 3, keys=f"k{i}",
+                                         body=os.urandom(rng.randint(1, 900))))
+        assert r.status is PutMessageStatus.PUT_OK
+        if i % 17 == 0:
+            transfer(master, slave, rng)
+    transfer(master, slave, rng)
+    assert slave.get_max_phy_offset() == master.get_max_phy_offset()
+    files = sorted(os.listdir(master.config.commit_log_dir))
+    assert len(files) > 3 and files == sorted(os.listdir(slave.config.commit_log_dir))
+    for name in files:
+        with open(os.path.join(master.config.commit_log_dir, name), "rb") as fm, \
+                open(os.path.join(slave.config.commit_log_dir, name), "rb") as fs:
+            assert fm.read() == fs.read(), name
+    for qid in range(3):
+        assert slave.get_max_offset_in_queue("T", qid) == master.get_max_offset_in_queue("T", qid)
+        assert [m.msg_id for m in pull_all(slave, "T", qid)] == [m.msg_id for m in pull_all(master, "T", qid)]
+    assert slave.query_message("T", "k33", 4, 0, 1 << 62).message_buffers
+    # The slave refuses puts (checkStoreStatus).
+    assert (await slave.put_message(msg(0))).status is PutMessageStatus.SERVICE_NOT_AVAILABLE
+
+
+async def test_half_record_waits_and_wrong_offset_is_refused(stores: Callable[..., object]) -> None:
+    master: MessageStore = await stores("m")  # type: ignore[misc]
+    slave: MessageStore = await stores("s", broker_role="SLAVE")  # type: ignore[misc]
+    await master.put_message(msg(1))
+    await master.put_message(msg(2))
+    data = master.get_commit_log_data(0)
+    assert data is not None
+    whole = bytes(data)
+    data.release()
+    first = struct.unpack_from(">i", whole)[0]
+    assert slave.append_to_commit_log(0, whole[:first + 10])
+    assert slave.get_max_offset_in_queue("T", 0) == 1  # the second record is incomplete
+    assert not slave.append_to_commit_log(5, whole[first + 10:])  # not the slave's end
+    assert slave.append_to_commit_log(first + 10, whole[first + 10:])
+    assert slave.get_max_offset_in_queue("T", 0) == 2
+
+
+async def test_new_slave_starts_at_the_masters_segment(stores: Callable[..., object]) -> None:
+    """A slave that reported 0 gets the master's last segment first; its log starts there."""
+    master: MessageStore = await stores("m")  # type: ignore[misc]
+    slave: MessageStore = await stores("s", broker_role="SLAVE")  # type: ignore[misc]
+    for i in range(60):
+        await master.put_message(msg(i, body=os.urandom(300)))
+    end = master.get_max_phy_offset()
+    start = end - end % master.config.mapped_file_size_commit_log
+    assert start > 0
+    data = master.get_commit_log_data(start)
+    assert data is not None
+    assert slave.append_to_commit_log(start, data)
+    data.release()
+    assert slave.get_min_phy_offset() == start and slave.get_max_phy_offset() == end
+    units = pull_all(slave, "T", 0, start=slave.get_min_offset_in_queue("T", 0))
+    assert units and units[-1].body == pull_all(master, "T", 0)[-1].body
