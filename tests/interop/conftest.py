@@ -1,4 +1,5 @@
-"""Fixtures for the ali-ons interop suite.
+"""Fixtures for the ali-ons interop suite (and, imported from ``java_conftest.py``, the stock
+RocketMQ 4.9.7 suites).
 
 The server fixtures are the integration ones (real ``mqnamesrv`` / ``mqbroker`` processes
 on 127.0.0.1, logs printed at teardown); ``ons`` starts harness scripts and reaps them.
@@ -13,17 +14,30 @@ from typing import Any
 import pytest
 
 from tests.integration.conftest import broker, namesrv, server_factory
+from tests.interop.java_conftest import (
+    java_driver,
+    mqadmin,
+    stock_broker,
+    stock_cluster,
+    stock_java,
+    stock_namesrv,
+    stock_servers,
+)
 from tests.interop.node import HarnessError, NodeScript, require_node
 
-__all__ = ["broker", "namesrv", "server_factory", "ons"]
+__all__ = ["broker", "namesrv", "server_factory", "ons", "stock_java", "stock_namesrv",
+           "stock_broker", "stock_cluster", "stock_servers", "java_driver", "mqadmin"]
 
 StartScript = Callable[..., Awaitable[NodeScript]]
 
 
 @pytest.fixture(autouse=True)
-def _node_and_ali_ons() -> None:
+def _node_and_ali_ons(request: pytest.FixtureRequest) -> None:
     """Fail (never skip) every interop test, before any server starts, when node or the
-    ali-ons package is missing; the message says to run ``make interop-deps``."""
+    ali-ons package is missing; the message says to run ``make interop-deps``. Tests of the
+    stock Java suites (they use ``stock_java``, which has its own check) do not need node."""
+    if "stock_java" in request.fixturenames:
+        return
     try:
         require_node()
     except HarnessError as exc:
