@@ -18,6 +18,13 @@ Upstream ``BrokerController`` (``initialize``, ``start``, ``shutdown``, ``regist
 6. register with every nameserver (awaited, failures logged), then the periodic
    registration and the 5 s consumer-offset flush.
 
+Replication (upstream's master/slave, ``brokerRole``): right after the store, the HA
+service (``server/store/ha``) listens on ``haListenPort`` (listenPort + 1; any free port
+when listenPort is 0) and is registered as ``haServerAddr``. A master's brokerId is 0
+(``BrokerStartup``); a SLAVE needs brokerId > 0, follows ``haMasterAddress`` or else the
+master's HA address from the nameserver's answer, copies the master's metadata every 10 s
+(``slave_sync``), and runs neither the delay-level delivery nor the transaction check.
+
 ``shutdown()`` (idempotent): stop accepting connections and drain running handlers
 (bounded), stop the metrics endpoint, answer parked pulls, stop the periodic tasks, unregister from
 the nameservers, stop accepting and close client connections, persist offsets, topics and
@@ -36,6 +43,7 @@ from aiorocketmq.protocol.command import RemotingCommand
 from aiorocketmq.server.metrics import BrokerMetrics
 from aiorocketmq.server.remoting import RemotingServer
 from aiorocketmq.server.store.config import MessageStoreConfig
+from aiorocketmq.server.store.ha import HAService
 from aiorocketmq.server.store.message_store import MessageStore
 
 from .client_manager import ClientHousekeeping, ConsumerManager, ProducerManager
@@ -56,6 +64,7 @@ from .processors.send import SendMessageProcessor
 from .processors.send_back import RetryDlqSendHook, SendBackProcessor
 from .rebalance_lock import RebalanceLockManager
 from .schedule import ScheduleMessageService
+from .slave_sync import SlaveSynchronize
 from .stats import BrokerStatsManager
 from .subscription_group import SubscriptionGroupManager
 from .topic_config import TopicConfigManager
@@ -105,6 +114,8 @@ class BrokerController:
         self.transactions: TransactionalMessageService | None = None
         self.transaction_check: TransactionalMessageCheckService | None = None
         self._offset_task: asyncio.Task[None] | None = None
+        self.ha: HAService | None = None
+        self.slave_sync = SlaveSynchronize(self)
         self._state = "new"
 
     @property
@@ -117,6 +128,12 @@ class BrokerController:
         if self._state != "new":
             raise RuntimeError(f"BrokerController.start(): broker is {self._state}")
         self._state = "starting"
+        if self.store_config.is_slave:
+            if self.config.broker_id <= 0:
+                raise RuntimeError("Slave's brokerId must be > 0")
+        else:
+            self.config.broker_id = 0  # BrokerStartup: MixAll.MASTER_ID
+        requested_port = self.config.listen_port
         for manager in (self.topics, self.subscription_groups, self.offsets):
             if not manager.load():
                 raise RuntimeError(f"cannot load {manager.path} nor its .bak")
@@ -126,6 +143,7 @@ class BrokerController:
         self.store = MessageStore(self.store_config, store_host=c.broker_addr,
                                   broker_name=c.broker_name, broker_cluster=c.broker_cluster_name)
         await self.store.start()
+        await self._start_ha(requested_port)
         self.pull_processor = PullMessageProcessor(self)
         self.pull_hold = PullRequestHoldService(
             wakeup=self.pull_processor.execute_request_when_wakeup,
@@ -160,8 +178,11 @@ class BrokerController:
             manager.start()
         self.housekeeping.start()
         self.pull_hold.start()
-        self.schedule.start()
-        self.transaction_check.start()
+        if self.store_config.is_slave:
+            self.slave_sync.start()
+        else:
+            self.schedule.start()
+            self.transaction_check.start()
         self.metrics.attach(self)
         await self.metrics.start()
         await self.server.start_serving()
@@ -172,6 +193,27 @@ class BrokerController:
         self._state = "running"
         log.info("broker.started", broker=c.broker_name, addr=c.broker_addr,
                  namesrv=c.namesrv_addr, metrics=self.metrics.address)
+
+    async def _start_ha(self, requested_port: int) -> None:
+        sc = self.store_config
+        if sc.ha_listen_port is not None:
+            port = sc.ha_listen_port
+        else:
+            port = requested_port + 1 if requested_port else 0
+        self.ha = HAService(self.store)
+        self.store.ha = self.ha
+        await self.ha.start(self.host, port)
+        self.namesrv.ha_server_addr = f"{self.config.broker_ip2}:{self.ha.port}"
+        self.namesrv.on_register_result = self._on_register_result
+
+    def _on_register_result(self, ha_server_addr: str | None, master_addr: str | None) -> None:
+        """``doRegisterBrokerAll``: a slave follows the master the nameserver names."""
+        if not self.store_config.is_slave:
+            return
+        fixed = self.store_config.ha_master_address
+        if self.ha is not None and ha_server_addr and not (fixed and len(fixed) >= 6):
+            self.ha.update_master_address(ha_server_addr)
+        self.slave_sync.master_addr = master_addr
 
     def _not_ready(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         return request.create_response(ResponseCode.SYSTEM_BUSY,
@@ -208,7 +250,8 @@ class BrokerController:
         # Stop accepting, then let running handlers (SYNC_FLUSH sends awaiting their group
         # commit) answer while the store still runs; bounded by the flush timeout.
         self.server.stop_accepting()
-        await self.server.drain(self.store_config.sync_flush_timeout_ms / 1000 + 1.0)
+        await self.server.drain(max(self.store_config.sync_flush_timeout_ms,
+                                    self.store_config.slave_timeout_ms) / 1000 + 1.0)
         await self.metrics.stop()
         if self._offset_task is not None:
             self._offset_task.cancel()
@@ -222,6 +265,7 @@ class BrokerController:
         if started:
             await self.namesrv.unregister_broker_all()
         await self.housekeeping.stop()
+        await self.slave_sync.stop()
         await self.server.stop()
         await self.consumers.stop()
         # Before the offsets are written: the check pass moves CID_RMQ_SYS_TRANS offsets.
@@ -238,6 +282,8 @@ class BrokerController:
                 await manager.stop()
             except OSError as exc:
                 log.error("broker.config_persist_failed", path=str(manager.path), error=str(exc))
+        if self.ha is not None:
+            await self.ha.stop()
         if self.store is not None:
             await self.store.shutdown()
         await self.namesrv.close()

@@ -13,6 +13,10 @@ Contract (REMOTING.md 4.4, 4.11, 6.7, 6.9):
   ``registerNameServerPeriod`` clamped to 10..60 s. The controller awaits the first
   registration itself before announcing readiness.
 * ``unregister_broker_all()`` sends UNREGISTER_BROKER to every nameserver (clean shutdown).
+* ``ha_server_addr`` (set by the controller once the HA port is bound) is the header's
+  ``haServerAddr``; ``on_register_result(ha_server_addr, master_addr)`` receives the
+  first nameserver's two-way answer (upstream ``registerBrokerResultList.get(0)``): a
+  slave learns its master's HA and broker addresses from it.
 * Failures are logged once per nameserver per attempt and never raised: a broker keeps
   serving while a nameserver is down.
 * ``request_register_oneway()`` may be called from plain handlers: it starts one task
@@ -31,7 +35,11 @@ from aiorocketmq.protocol.bodies import RegisterBrokerBody, TopicConfig, TopicCo
 from aiorocketmq.protocol.codes import Perm, RequestCode, ResponseCode
 from aiorocketmq.protocol.command import RemotingCommand
 from aiorocketmq.protocol.errors import RocketMQError
-from aiorocketmq.protocol.headers import RegisterBrokerRequestHeader, UnRegisterBrokerRequestHeader
+from aiorocketmq.protocol.headers import (
+    RegisterBrokerRequestHeader,
+    RegisterBrokerResponseHeader,
+    UnRegisterBrokerRequestHeader,
+)
 
 from .config import BrokerConfig
 
@@ -55,6 +63,8 @@ class BrokerOuterAPI:
         self._periodic_task: asyncio.Task[None] | None = None
         self._oneway_task: asyncio.Task[None] | None = None
         self._oneway_again = False
+        self.ha_server_addr: str | None = None
+        self.on_register_result: Callable[[str | None, str | None], None] | None = None
 
     @property
     def namesrv_addrs(self) -> list[str]:
@@ -74,7 +84,8 @@ class BrokerOuterAPI:
         c = self._config
         header = RegisterBrokerRequestHeader(
             broker_name=c.broker_name, broker_addr=c.broker_addr,
-            cluster_name=c.broker_cluster_name, ha_server_addr=c.ha_server_addr,
+            cluster_name=c.broker_cluster_name,
+            ha_server_addr=self.ha_server_addr or c.ha_server_addr,
             broker_id=c.broker_id, compressed=c.compressed_register,
             body_crc32=zlib.crc32(body) & 0x7FFFFFFF)
         return RemotingCommand.create_request(RequestCode.REGISTER_BROKER,
@@ -91,9 +102,13 @@ class BrokerOuterAPI:
         wrapper = self._capped(self._build_wrapper() if wrapper is None else wrapper)
         body = RegisterBrokerBody(wrapper, []).encode(compressed=self._config.compressed_register)
         results = await asyncio.gather(*(self._register_one(a, body, oneway) for a in addrs))
-        return sum(results)
+        answered = [r for r in results if isinstance(r, RemotingCommand)]
+        if answered and self.on_register_result is not None:
+            h = RegisterBrokerResponseHeader.from_ext_fields(answered[0].ext_fields or {})
+            self.on_register_result(h.ha_server_addr, h.master_addr)
+        return sum(1 for r in results if r is not False)
 
-    async def _register_one(self, addr: str, body: bytes, oneway: bool) -> bool:
+    async def _register_one(self, addr: str, body: bytes, oneway: bool) -> bool | RemotingCommand:
         request = self._request(body)
         timeout = self._config.register_broker_timeout_ms / 1000
         try:
@@ -109,7 +124,7 @@ class BrokerOuterAPI:
                         remark=response.remark)
             return False
         log.debug("broker.registered", namesrv=addr)
-        return True
+        return response
 
     async def register_topic(self, tc: TopicConfig,
                              wrapper: TopicConfigSerializeWrapper) -> int:

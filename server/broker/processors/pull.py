@@ -15,6 +15,15 @@ at offset 0 else PULL_OFFSET_MOVED; OFFSET_TOO_SMALL / OFFSET_OVERFLOW_BADLY ->
 PULL_OFFSET_MOVED; OFFSET_OVERFLOW_ONE / OFFSET_FOUND_NULL -> PULL_NOT_FOUND;
 NO_MATCHED_MESSAGE / MESSAGE_WAS_REMOVING -> PULL_RETRY_IMMEDIATELY.
 
+``suggestWhichBrokerId``: with ``slaveReadEnable``, the group's
+``whichBrokerWhenConsumeSlowly`` when the store suggests reading from a slave (the reader
+is far behind), else the group's ``brokerId``; without it, 0 (the master). On a SLAVE
+(without ``offsetCheckInSlave``) PULL_OFFSET_MOVED becomes PULL_RETRY_IMMEDIATELY
+suggesting the group's ``brokerId``, and COMMIT_OFFSET is not applied: the master owns
+offsets (upstream ``PullMessageProcessor``). A slave serves found messages whatever
+``slaveReadEnable`` says, as upstream (its PULL_RETRY_IMMEDIATELY is overwritten by the
+status switch).
+
 PULL_NOT_FOUND with the SUSPEND flag on first processing parks the request in the
 ``PullRequestHoldService`` (hold = ``suspendTimeoutMillis``, or ``shortPollingTimeMills``
 with long polling off) and answers nothing now; a wake-up re-runs it with suspension
@@ -189,8 +198,19 @@ class PullMessageProcessor:
             if code is None:
                 code = (ResponseCode.PULL_OFFSET_MOVED if h.queue_offset != 0
                         else ResponseCode.PULL_NOT_FOUND)
+            is_slave = b.store_config.is_slave
+            if not config.slave_read_enable:
+                suggest = 0
+            elif result.suggest_pulling_from_slave:
+                suggest = group_cfg.which_broker_when_consume_slowly
+            else:
+                suggest = group_cfg.broker_id
+            if (code == ResponseCode.PULL_OFFSET_MOVED and is_slave
+                    and not b.store_config.offset_check_in_slave):
+                code = ResponseCode.PULL_RETRY_IMMEDIATELY
+                suggest = group_cfg.broker_id
             header = PullMessageResponseHeader(
-                suggest_which_broker_id=0, next_begin_offset=result.next_begin_offset,
+                suggest_which_broker_id=suggest, next_begin_offset=result.next_begin_offset,
                 min_offset=result.min_offset, max_offset=result.max_offset)
             body = None
             if code == ResponseCode.SUCCESS:
@@ -213,7 +233,7 @@ class PullMessageProcessor:
                     response = fail(ResponseCode.SYSTEM_BUSY,
                                     "[PULL_HOLD_FULL]too many suspended pulls, try again later")
 
-        if allow_suspend and sys_flag & _COMMIT:
+        if allow_suspend and sys_flag & _COMMIT and not b.store_config.is_slave:
             b.offsets.commit_offset(channel.remote_addr, h.consumer_group, h.topic, h.queue_id,
                                     h.commit_offset)
         return response

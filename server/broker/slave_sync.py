@@ -1,0 +1,133 @@
+"""A slave's copy of its master's metadata: upstream ``broker/slave/SlaveSynchronize``.
+
+Contract:
+
+* ``master_addr`` is the master's broker address from the nameserver's REGISTER_BROKER
+  answer (``BrokerController.doRegisterBrokerAll``); None until known.
+* ``start()`` runs ``sync_all`` first after 3 s, then every 10 s
+  (``BrokerController.handleSlaveSynchronize``); ``stop()`` cancels it.
+* ``sync_all`` asks the master, in upstream's order, for: topics (GET_ALL_TOPIC_CONFIG:
+  the table is replaced when the DataVersion differs), consumer offsets
+  (GET_ALL_CONSUMER_OFFSET: merged over ours, the master's entries win, so offsets
+  committed to this slave while the master was away are kept until the master has its
+  own), delay offsets (GET_ALL_DELAY_OFFSET: replaced) and subscription groups
+  (GET_ALL_SUBSCRIPTIONGROUP_CONFIG: replaced when the DataVersion differs). Each is
+  persisted. A failed step is logged and the others still run; nothing is raised.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import TYPE_CHECKING
+
+from aiorocketmq.client.remoting import RemotingClient
+from aiorocketmq.logs import get_logger
+from aiorocketmq.protocol.bodies import (
+    ConsumerOffsetSerializeWrapper,
+    SubscriptionGroupWrapper,
+    TopicConfigSerializeWrapper,
+)
+from aiorocketmq.protocol.codes import RequestCode, ResponseCode
+from aiorocketmq.protocol.command import RemotingCommand
+from aiorocketmq.protocol.errors import RocketMQError
+
+from .schedule import decode_delay_offsets
+
+if TYPE_CHECKING:
+    from .controller import BrokerController
+
+__all__ = ["SlaveSynchronize"]
+
+log = get_logger("aiorocketmq.broker.slave")
+
+FIRST_DELAY = 3.0
+PERIOD = 10.0
+TIMEOUT = 3.0
+
+
+class SlaveSynchronize:
+    def __init__(self, broker: BrokerController) -> None:
+        self._b = broker
+        self._client = RemotingClient()
+        self.master_addr: str | None = None
+        self.last_sync_ok = False
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(self._sync_routine(),
+                                                                name="SlaveSynchronize")
+
+    async def stop(self) -> None:
+        """Cancel the routine and close the connection to the master. Idempotent."""
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        await self._client.close()
+
+    async def _sync_routine(self) -> None:
+        await asyncio.sleep(FIRST_DELAY)
+        while True:
+            await self.sync_all()
+            await asyncio.sleep(PERIOD)  # a period, not a synchronisation
+
+    async def _fetch(self, addr: str, code: int) -> bytes:
+        response = await self._client.invoke(addr, RemotingCommand.create_request(code), TIMEOUT)
+        if response.code != ResponseCode.SUCCESS:
+            raise RocketMQError(f"master {addr} answered request {code} with code "
+                                f"{response.code}: {response.remark}")
+        return bytes(response.body or b"")
+
+    async def sync_all(self) -> bool:
+        """One round; True when every step succeeded."""
+        addr = self.master_addr
+        if not addr or addr == self._b.broker_addr:
+            return False
+        ok = True
+        for step in (self._sync_topic_config, self._sync_consumer_offset,
+                     self._sync_delay_offset, self._sync_subscription_group_config):
+            try:
+                await step(addr)
+            except (RocketMQError, ValueError, OSError) as exc:
+                ok = False
+                log.warning("broker.slave_sync_failed", step=step.__name__.removeprefix("_sync_"),
+                            master=addr, error=str(exc))
+        self.last_sync_ok = ok
+        return ok
+
+    async def _sync_topic_config(self, addr: str) -> None:
+        wrapper = TopicConfigSerializeWrapper.decode(await self._fetch(addr, RequestCode.GET_ALL_TOPIC_CONFIG))
+        topics = self._b.topics
+        if topics.data_version != wrapper.data_version:
+            topics.data_version.assign_new_one(wrapper.data_version)
+            topics.topic_config_table.clear()
+            topics.topic_config_table.update(wrapper.topic_config_table)
+            await topics.persist()
+            log.info("broker.slave_topics_synced", master=addr, topics=len(wrapper.topic_config_table))
+
+    async def _sync_consumer_offset(self, addr: str) -> None:
+        wrapper = ConsumerOffsetSerializeWrapper.decode(
+            await self._fetch(addr, RequestCode.GET_ALL_CONSUMER_OFFSET))
+        self._b.offsets.offset_table.update(wrapper.offset_table)
+        await self._b.offsets.persist()
+
+    async def _sync_delay_offset(self, addr: str) -> None:
+        body = await self._fetch(addr, RequestCode.GET_ALL_DELAY_OFFSET)
+        schedule = self._b.schedule
+        if body and schedule is not None:
+            schedule.offset_table = decode_delay_offsets(body)
+            await schedule.persist()
+
+    async def _sync_subscription_group_config(self, addr: str) -> None:
+        wrapper = SubscriptionGroupWrapper.decode(
+            await self._fetch(addr, RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG))
+        groups = self._b.subscription_groups
+        if groups.data_version != wrapper.data_version:
+            groups.data_version.assign_new_one(wrapper.data_version)
+            groups.table.clear()
+            groups.table.update(wrapper.subscription_group_table)
+            await groups.persist()
+            log.info("broker.slave_groups_synced", master=addr, groups=len(groups.table))
