@@ -17,6 +17,9 @@ Contract (upstream ``ProducerManager``, ``ConsumerManager``, ``ConsumerGroupInfo
 * Notifications are oneway sends with upstream's 10 ms permit budget, each in a task
   this manager owns (``stop()`` awaits them); a refused permit is logged and dropped,
   as upstream.
+* With ``filters`` set (the broker's ``ConsumerFilterManager``), every registration hands
+  the heartbeat's subscriptions to it (upstream ``ConsumerGroupEvent.REGISTER``) and a
+  group losing its last channel unregisters there (``UNREGISTER``).
 """
 
 from __future__ import annotations
@@ -152,6 +155,7 @@ class ConsumerManager:
     def __init__(self, *, notify_enable: bool = True) -> None:
         self.groups: dict[str, ConsumerGroupInfo] = {}
         self._notify_enable = notify_enable
+        self.filters: Any = None  # broker.filter.ConsumerFilterManager, set by the controller
         self._tasks: set[asyncio.Task[None]] = set()
 
     def get(self, group: str) -> ConsumerGroupInfo | None:
@@ -174,9 +178,12 @@ class ConsumerManager:
             group_info = self.groups[group] = ConsumerGroupInfo(
                 group, consume_type, message_model, consume_from_where)
         r1 = group_info.update_channel(info, consume_type, message_model, consume_from_where)
+        subs = list(subs)
         r2 = group_info.update_subscription(subs)
         if (r1 or r2) and notify:
             self.notify_consumer_ids_changed(group, group_info.all_channels())
+        if self.filters is not None:
+            self.filters.register_group(group, subs)
         return r1 or r2
 
     def unregister_consumer(self, group: str, info: ClientChannelInfo, notify: bool) -> None:
@@ -188,6 +195,8 @@ class ConsumerManager:
             log.info("broker.consumer_unregistered", group=group, client_id=old.client_id)
         if not group_info.channels:
             del self.groups[group]
+            if self.filters is not None:
+                self.filters.unregister(group)
         if notify:
             self.notify_consumer_ids_changed(group, group_info.all_channels())
 
@@ -202,6 +211,8 @@ class ConsumerManager:
                         addr=channel.remote_addr)
             if not group_info.channels:
                 del self.groups[group]
+                if self.filters is not None:
+                    self.filters.unregister(group)
             self.notify_consumer_ids_changed(group, group_info.all_channels())
 
     def expired_channels(self, now: float) -> list[Channel]:

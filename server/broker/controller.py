@@ -49,6 +49,7 @@ from aiorocketmq.server.store.message_store import MessageStore
 from .client_manager import ClientHousekeeping, ConsumerManager, ProducerManager
 from .config import BrokerConfig
 from .consumer_offset import ConsumerOffsetManager
+from .filter import ConsumerFilterManager
 from .long_polling import PullRequestHoldService
 from .namesrv_api import BrokerOuterAPI
 from .processors import admin_broker, admin_group
@@ -92,8 +93,10 @@ class BrokerController:
         self.subscription_groups = SubscriptionGroupManager(
             root, auto_create=config.auto_create_subscription_group)
         self.offsets = ConsumerOffsetManager(root)
+        self.consumer_filters = ConsumerFilterManager(root)
         self.producers = ProducerManager()
         self.consumers = ConsumerManager(notify_enable=config.notify_consumer_ids_changed_enable)
+        self.consumers.filters = self.consumer_filters
         self.housekeeping = ClientHousekeeping(self.producers, self.consumers)
         self.rebalance_locks = RebalanceLockManager()
         self.stats = BrokerStatsManager(config.broker_cluster_name)
@@ -134,7 +137,7 @@ class BrokerController:
         else:
             self.config.broker_id = 0  # BrokerStartup: MixAll.MASTER_ID
         requested_port = self.config.listen_port
-        for manager in (self.topics, self.subscription_groups, self.offsets):
+        for manager in (self.topics, self.subscription_groups, self.offsets, self.consumer_filters):
             if not manager.load():
                 raise RuntimeError(f"cannot load {manager.path} nor its .bak")
         await self.server.start(serve=False)
@@ -174,7 +177,7 @@ class BrokerController:
             for code, handler in table.items():
                 self.server.register(code, handler)
         self.server.register_default(self.admin_processor.unknown)
-        for manager in (self.topics, self.subscription_groups, self.offsets):
+        for manager in (self.topics, self.subscription_groups, self.offsets, self.consumer_filters):
             manager.start()
         self.housekeeping.start()
         self.pull_hold.start()
@@ -222,7 +225,7 @@ class BrokerController:
     def _on_message_arriving(self, topic: str, queue_id: int, max_offset: int, tags_code: int,
                              store_timestamp: int, properties: dict[str, str]) -> None:
         if self.config.long_polling_enable:
-            self.pull_hold.notify_message_arriving(topic, queue_id, max_offset, tags_code)
+            self.pull_hold.notify_message_arriving(topic, queue_id, max_offset, tags_code, properties)
         if self.schedule is not None:
             self.schedule.notify_message_arriving(topic, queue_id)
 
@@ -277,7 +280,7 @@ class BrokerController:
             except OSError as exc:
                 log.error("broker.config_persist_failed", path=str(self.schedule.path),
                           error=str(exc))
-        for manager in (self.offsets, self.topics, self.subscription_groups):
+        for manager in (self.offsets, self.topics, self.subscription_groups, self.consumer_filters):
             try:
                 await manager.stop()
             except OSError as exc:

@@ -5,10 +5,12 @@ Contract:
 * ``suspend(pull)`` parks a pull that found nothing under ``topic@queueId`` until
   ``pull.deadline`` (loop time). It returns ``False`` when a cap is reached; the caller
   then answers at once (see "Bounds").
-* ``notify_message_arriving(topic, queue_id, max_offset, tags_code)`` is the store's
-  message-arriving listener: it runs inline on the event loop, takes the queue's parked
-  pulls and hands every one whose ``offset < max_offset`` and whose tag filter matches
-  ``tags_code`` to ``wakeup(channel, request)`` (the pull processor re-runs the request with
+* ``notify_message_arriving(topic, queue_id, max_offset, tags_code, properties)`` is the
+  store's message-arriving listener: it runs inline on the event loop, takes the queue's
+  parked pulls and hands every one whose ``offset < max_offset`` and whose filter matches
+  the new message (its tags code, then, for SQL92, its ``properties``; upstream
+  ``isMatchedByConsumeQueue`` then ``isMatchedByCommitLog``: a pull is not woken for a
+  message it would not select) to ``wakeup(channel, request)`` (the pull processor re-runs the request with
   suspension disallowed and answers with ``channel.send_response``). No polling: a put
   wakes its waiters within the same loop iteration that dispatched it.
 * Each parked pull also has its own expiry timer at its deadline, which re-runs it once
@@ -32,7 +34,8 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import Protocol
 
 from aiorocketmq.logs import get_logger
 from aiorocketmq.protocol.channel import Channel
@@ -47,6 +50,14 @@ CHECK_INTERVAL_MS = 5000  # PullRequestHoldService.run: waitForRunning(5 * 1000)
 _perf = time.perf_counter
 
 WakeupCallback = Callable[[Channel, RemotingCommand], None]
+
+
+class MessageFilterLike(Protocol):
+    """What a parked pull asks of its filter (``broker.filter.ExpressionMessageFilter``)."""
+
+    def is_matched_by_consume_queue(self, tags_code: int | None) -> bool: ...
+
+    def is_matched_by_commit_log(self, properties: Mapping[str, str] | None) -> bool: ...
 MaxOffsetLookup = Callable[[str, int], int]
 
 
@@ -54,13 +65,16 @@ class PullRequest:
     """One parked pull: where to answer, what to re-run, from which offset, with which filter.
 
     ``code_set`` is the subscription's tag-code set, or ``None`` to accept every tag
-    (``*``, no subscription, or a non-TAG expression checked later by the store read).
+    (``*``, no subscription, or a non-TAG expression). ``message_filter``, when given, is the
+    pull's ``ExpressionMessageFilter`` and decides instead (tags code, then properties).
     """
 
-    __slots__ = ("channel", "request", "key", "offset", "code_set", "deadline", "timer")
+    __slots__ = ("channel", "request", "key", "offset", "code_set", "deadline", "timer",
+                 "message_filter")
 
     def __init__(self, channel: Channel, request: RemotingCommand, topic: str, queue_id: int,
-                 offset: int, code_set: frozenset[int] | None, deadline: float) -> None:
+                 offset: int, code_set: frozenset[int] | None, deadline: float,
+                 message_filter: MessageFilterLike | None = None) -> None:
         self.channel = channel
         self.request = request
         self.key = f"{topic}@{queue_id}"
@@ -68,9 +82,15 @@ class PullRequest:
         self.code_set = code_set
         self.deadline = deadline
         self.timer: asyncio.TimerHandle | None = None
+        self.message_filter = message_filter
 
-    def matches(self, tags_code: int | None) -> bool:
-        """``ExpressionMessageFilter.isMatchedByConsumeQueue`` for TAG expressions."""
+    def matches(self, tags_code: int | None, properties: Mapping[str, str] | None = None) -> bool:
+        """``isMatchedByConsumeQueue``, then (with properties) ``isMatchedByCommitLog``."""
+        mf = self.message_filter
+        if mf is not None:
+            if not mf.is_matched_by_consume_queue(tags_code):
+                return False
+            return properties is None or mf.is_matched_by_commit_log(properties)
         code_set = self.code_set
         if code_set is None or tags_code is None:
             return True
@@ -162,8 +182,13 @@ class PullRequestHoldService:
     # -- waking -----------------------------------------------------------------------------
 
     def notify_message_arriving(self, topic: str, queue_id: int, max_offset: int,
-                                tags_code: int | None = None) -> None:
-        """Wake the parked pulls of ``topic@queue_id`` that the new message satisfies."""
+                                tags_code: int | None = None,
+                                properties: Mapping[str, str] | None = None) -> None:
+        """Wake the parked pulls of ``topic@queue_id`` that the new message satisfies.
+
+        Without ``tags_code`` and ``properties`` (the periodic check) every pull behind
+        ``max_offset`` is woken; its re-run then scans and filters what arrived.
+        """
         key = f"{topic}@{queue_id}"
         waiting = self._table.get(key)
         if not waiting:
@@ -177,7 +202,7 @@ class PullRequestHoldService:
             if newest <= pull.offset:
                 # As upstream: a late notification may carry an older max; ask the store.
                 newest = max(newest, self._max_offset(topic, queue_id))
-            if newest > pull.offset and pull.matches(tags_code):
+            if newest > pull.offset and pull.matches(tags_code, properties):
                 ready.append(pull)
             else:
                 keep.append(pull)

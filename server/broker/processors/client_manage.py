@@ -7,8 +7,13 @@
   header. Bare SUCCESS without extFields.
 * UNREGISTER_CLIENT: one producer and/or consumer group; SUCCESS with an empty header
   (``"extFields":{}`` in JSON, as upstream's ``UnregisterClientResponseHeader``).
-* CHECK_CLIENT_CONFIG: TAG expressions are fine; other types need ``enablePropertyFilter``
-  (SQL92 evaluation is not implemented here, so with it on we only check non-emptiness).
+* CHECK_CLIENT_CONFIG (upstream ``checkClientConfig``): no subscription or a TAG expression
+  -> SUCCESS; any other type without ``enablePropertyFilter`` -> SYSTEM_ERROR "The broker
+  does not support consumer to filter message by <type>" (a stock consumer then fails to
+  start); else the expression must compile (``broker.filter.compile_expression``), or
+  SUBSCRIPTION_PARSE_FAILED with upstream's remark (``cause.toString()`` of its
+  MQFilterException; none for an unknown type or a null expression, whose
+  NullPointerException has no message).
 
 All three handlers are plain functions: they never wait.
 """
@@ -17,14 +22,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from aiorocketmq.logs import get_logger
 from aiorocketmq.protocol.bodies import CheckClientRequestBody, HeartbeatData
 from aiorocketmq.protocol.channel import Channel, Handler
 from aiorocketmq.protocol.codes import MixAll, Perm, RequestCode, ResponseCode, TopicSysFlag
 from aiorocketmq.protocol.command import RemotingCommand
 from aiorocketmq.protocol.errors import HeaderError, ProtocolError
+from aiorocketmq.protocol.filter import ExpressionType, FilterError
 from aiorocketmq.protocol.headers import UnregisterClientRequestHeader
 
 from ..client_manager import ClientChannelInfo
+from ..filter.consumer_filter import compile_expression
 
 if TYPE_CHECKING:
     from ..controller import BrokerController
@@ -32,6 +40,8 @@ if TYPE_CHECKING:
 __all__ = ["ClientManageProcessor"]
 
 _RW = int(Perm.READ | Perm.WRITE)
+
+log = get_logger("aiorocketmq.broker.client_manage")
 
 
 class ClientManageProcessor:
@@ -90,13 +100,17 @@ class ClientManageProcessor:
             except ProtocolError as exc:
                 raise HeaderError(f"CHECK_CLIENT_CONFIG body does not decode: {exc}") from exc
             sub = body.subscription_data
-            if sub is not None and sub.expression_type not in (None, "TAG"):
+            if sub is not None and not ExpressionType.is_tag_type(sub.expression_type):
                 if not self._b.config.enable_property_filter:
                     return request.create_response(
                         ResponseCode.SYSTEM_ERROR,
                         "The broker does not support consumer to filter message by "
                         f"{sub.expression_type}")
-                if not sub.sub_string:
-                    return request.create_response(ResponseCode.SUBSCRIPTION_PARSE_FAILED,
-                                                   "Expression can't be null!")
+                try:
+                    compile_expression(sub.expression_type, sub.sub_string)
+                except FilterError as exc:
+                    log.warning("broker.check_client_config_parse_failed", client_id=body.client_id,
+                                group=body.group, expression=sub.sub_string, error=exc.remark[:300])
+                    remark = None if exc.java_class == "java.lang.NullPointerException" else exc.remark
+                    return request.create_response(ResponseCode.SUBSCRIPTION_PARSE_FAILED, remark)
         return request.create_response(ResponseCode.SUCCESS)

@@ -6,8 +6,18 @@ consume-enabled (NO_PERMISSION); topic exists (TOPIC_NOT_EXIST); topic readable
 (NO_PERMISSION); ``0 <= queueId < readQueueNums`` (SYSTEM_ERROR). Subscription: from the
 header with the SUBSCRIPTION flag (bad expression -> SUBSCRIPTION_PARSE_FAILED), else
 from the group's heartbeat (SUBSCRIPTION_NOT_EXIST, broadcast refused -> NO_PERMISSION,
-SUBSCRIPTION_NOT_LATEST when the stored subVersion is older). Non-TAG expressions need
-``enablePropertyFilter`` (SYSTEM_ERROR), and are otherwise not filtered here.
+SUBSCRIPTION_NOT_LATEST when the stored subVersion is older). For a non-TAG (SQL92)
+subscription the compiled filter comes from the header's expression (compiled once per
+text: ``compile_sql92``'s cache; upstream ``ConsumerFilterManager.build``) or from the
+group's heartbeat (``ConsumerFilterManager.get``: none -> FILTER_DATA_NOT_EXIST, an older
+clientVersion than the request's subVersion -> FILTER_DATA_NOT_LATEST); then
+``enablePropertyFilter`` must be on (SYSTEM_ERROR). The store selects by tags code and, for
+SQL92, by the stored message's properties (``broker.filter.ExpressionMessageFilter``); a
+parked pull is woken only by a message its filter selects.
+
+Not upstream: an SQL92 expression in the header that does not compile is answered
+SUBSCRIPTION_PARSE_FAILED. Upstream only asserts that it compiles (asserts are off in
+production) and then serves every message unfiltered.
 
 Store statuses -> codes (remark = the status name, the four header fields always set):
 FOUND -> SUCCESS + body; NO_MATCHED_LOGIC_QUEUE / NO_MESSAGE_IN_QUEUE -> PULL_NOT_FOUND
@@ -38,21 +48,23 @@ answered inline. Error answers carry ``"extFields":{}`` (upstream's empty respon
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from aiorocketmq.logs import get_logger
 from aiorocketmq.protocol.bodies import SubscriptionData, build_subscription_data
 from aiorocketmq.protocol.channel import Channel, Handler
 from aiorocketmq.protocol.codes import Perm, PullSysFlag, RequestCode, ResponseCode
 from aiorocketmq.protocol.command import RemotingCommand
+from aiorocketmq.protocol.filter import ExpressionType
 from aiorocketmq.protocol.headers import PullMessageRequestHeader, PullMessageResponseHeader
 
+from ..filter import ConsumerFilterData, ConsumerFilterManager, ExpressionMessageFilter
 from ..long_polling import PullRequest
 
 if TYPE_CHECKING:
     from ..controller import BrokerController
 
-__all__ = ["PullMessageProcessor", "TagFilter"]
+__all__ = ["PullMessageProcessor"]
 
 log = get_logger("aiorocketmq.broker.pull")
 
@@ -73,29 +85,6 @@ _STATUS_CODES: dict[str, int | None] = {
     "OFFSET_OVERFLOW_ONE": ResponseCode.PULL_NOT_FOUND,
     "OFFSET_TOO_SMALL": ResponseCode.PULL_OFFSET_MOVED,
 }
-
-
-class TagFilter:
-    """``ExpressionMessageFilter`` for TAG expressions: match by consume-queue tags code."""
-
-    __slots__ = ("code_set",)
-
-    def __init__(self, sub: SubscriptionData | None) -> None:
-        if sub is None or sub.class_filter_mode or sub.expression_type not in (None, "TAG") \
-                or sub.sub_string == SubscriptionData.SUB_ALL:
-            self.code_set: frozenset[int] | None = None
-        else:
-            self.code_set = frozenset(sub.code_set)
-
-    def is_matched_by_consume_queue(self, tags_code: int | None) -> bool:
-        code_set = self.code_set
-        if code_set is None or tags_code is None:
-            return True
-        low = tags_code & 0xFFFFFFFF  # Java tagsCode.intValue()
-        return (low - 0x100000000 if low >= 0x80000000 else low) in code_set
-
-    def is_matched_by_commit_log(self, record: Any = None, properties: Any = None) -> bool:
-        return True
 
 
 class PullMessageProcessor:
@@ -154,9 +143,15 @@ class PullMessageProcessor:
             return fail(ResponseCode.SYSTEM_ERROR, remark)
 
         sub: SubscriptionData | None
+        filter_data: ConsumerFilterData | None = None
         if sys_flag & _SUBSCRIPTION:
             try:
                 sub = build_subscription_data(h.topic, h.subscription, h.expression_type)
+                if not ExpressionType.is_tag_type(sub.expression_type):
+                    filter_data = ConsumerFilterManager.build(
+                        h.topic, h.consumer_group, h.subscription, h.expression_type, h.sub_version)
+                    if filter_data is None:
+                        raise ValueError(f"expression does not compile: {h.subscription}")
             except ValueError:
                 log.warning("broker.pull_bad_subscription", group=h.consumer_group,
                             subscription=h.subscription)
@@ -179,14 +174,28 @@ class PullMessageProcessor:
                             expression=sub.sub_string)
                 return fail(ResponseCode.SUBSCRIPTION_NOT_LATEST,
                             "the consumer's subscription not latest")
+            if not ExpressionType.is_tag_type(sub.expression_type):
+                filter_data = b.consumer_filters.get(h.topic, h.consumer_group)
+                if filter_data is None:
+                    return fail(ResponseCode.FILTER_DATA_NOT_EXIST,
+                                "The broker's consumer filter data is not exist!Your expression "
+                                "may be wrong!")
+                if filter_data.client_version < h.sub_version:
+                    log.warning("broker.pull_filter_not_latest", group=h.consumer_group,
+                                topic=h.topic, server_version=filter_data.client_version,
+                                client_version=h.sub_version)
+                    return fail(ResponseCode.FILTER_DATA_NOT_LATEST,
+                                "the consumer's consumer filter data not latest")
         if sub.expression_type not in (None, "TAG") and not config.enable_property_filter:
             return fail(ResponseCode.SYSTEM_ERROR,
                         f"The broker does not support consumer to filter message by {sub.expression_type}")
 
-        message_filter = TagFilter(sub)
+        message_filter = ExpressionMessageFilter(sub, filter_data, b.consumer_filters,
+                                                 support_retry=config.filter_support_retry)
         result = b.store.get_message(
             h.consumer_group, h.topic, h.queue_id, h.queue_offset, h.max_msg_nums,
-            None if message_filter.code_set is None else message_filter.is_matched_by_consume_queue)
+            None if message_filter.code_set is None else message_filter.is_matched_by_consume_queue,
+            message_filter.match_record if message_filter.needs_properties else None)
         response: RemotingCommand | None
         if result is None:
             response = fail(ResponseCode.SYSTEM_ERROR, "store getMessage return null")
@@ -226,7 +235,8 @@ class PullMessageProcessor:
                            else config.short_polling_time_ms)
                 loop_time = asyncio.get_running_loop().time()
                 pull = PullRequest(channel, request, h.topic, h.queue_id, h.queue_offset,
-                                   message_filter.code_set, loop_time + hold_ms / 1000)
+                                   message_filter.code_set, loop_time + hold_ms / 1000,
+                                   message_filter)
                 if b.pull_hold.suspend(pull):
                     response = None
                 else:
