@@ -27,7 +27,7 @@ import dataclasses
 import hashlib
 import hmac
 from collections.abc import Iterable, Mapping
-from typing import Protocol
+from typing import Any, Protocol
 
 from .command import RemotingCommand
 
@@ -40,6 +40,7 @@ __all__ = [
     "BROKER_EXCLUDED_FIELDS",
     "AclClientRPCHook",
     "Permission",
+    "PlainAccessConfig",
     "RPCHook",
     "SessionCredentials",
     "cal_signature",
@@ -164,3 +165,73 @@ class Permission:
         """``checkResourcePerms``: DENY itself, or a spelling that does not parse to DENY."""
         text = text.strip()
         return text == "DENY" or cls.parse(text) != cls.DENY
+
+
+def _text(value: Any) -> str | None:
+    """A scalar as fastjson fills a String field (``12345678`` -> ``"12345678"``)."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _flag(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        return value != 0
+    return str(value).strip().lower() == "true"
+
+
+def _texts(value: Any) -> list[str] | None:
+    if value is None:
+        return None
+    if not isinstance(value, list):
+        value = [value]
+    return [str(v) for v in value]
+
+
+@dataclasses.dataclass(slots=True)
+class PlainAccessConfig:
+    """``PlainAccessConfig``: one account as in plain_acl.yml, UPDATE_AND_CREATE_ACL_CONFIG
+    and the GET_BROKER_CLUSTER_ACL_CONFIG body. The secret never appears in ``repr``."""
+
+    access_key: str | None = None
+    secret_key: str | None = dataclasses.field(default=None, repr=False)
+    white_remote_address: str | None = None
+    admin: bool = False
+    default_topic_perm: str | None = None
+    default_group_perm: str | None = None
+    topic_perms: list[str] | None = None
+    group_perms: list[str] | None = None
+
+    @classmethod
+    def from_json(cls, obj: Any) -> PlainAccessConfig:
+        """From a YAML account or a JSON body element (scalars as fastjson reads them)."""
+        if not isinstance(obj, dict):
+            raise ValueError(f"an account must be a mapping, got {obj!r}")
+        return cls(
+            access_key=_text(obj.get("accessKey")),
+            secret_key=_text(obj.get("secretKey")),
+            white_remote_address=_text(obj.get("whiteRemoteAddress")),
+            admin=_flag(obj.get("admin", False)),
+            default_topic_perm=_text(obj.get("defaultTopicPerm")),
+            default_group_perm=_text(obj.get("defaultGroupPerm")),
+            topic_perms=_texts(obj.get("topicPerms")),
+            group_perms=_texts(obj.get("groupPerms")),
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        """fastjson's bean form: keys in alphabetical order, null fields left out."""
+        out: dict[str, Any] = {}
+        for key, value in (
+            ("accessKey", self.access_key), ("admin", self.admin),
+            ("defaultGroupPerm", self.default_group_perm),
+            ("defaultTopicPerm", self.default_topic_perm), ("groupPerms", self.group_perms),
+            ("secretKey", self.secret_key), ("topicPerms", self.topic_perms),
+            ("whiteRemoteAddress", self.white_remote_address),
+        ):
+            if value is not None:
+                out[key] = value
+        return out

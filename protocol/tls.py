@@ -166,6 +166,10 @@ class TlsConfig:
                 ctx.load_default_certs(ssl.Purpose.CLIENT_AUTH)
         return ctx
 
+    def maybe_server_context(self) -> ssl.SSLContext | None:
+        """``server_context()`` when TLS is active (``server_tls_active``), else None."""
+        return self.server_context() if self.server_tls_active else None
+
     def client_context(self) -> ssl.SSLContext:
         """``TlsHelper.buildSslContext(true)`` (the broker's own client connections)."""
         verify = self.client_auth_server and not self.test_mode

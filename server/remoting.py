@@ -21,6 +21,12 @@ still running).
 
 ``request_observer`` (optional) is handed to every connection: it counts and times the
 requests (server/metrics/remoting.py); without one, channels pay nothing for it.
+
+``request_hook`` (optional, upstream server ``RPCHook``) runs before every request's
+handler on connections accepted after it is set; the broker's ACL check is one
+(server/broker/acl/). With an ``ssl_context`` and ``tls_mode`` permissive or enforcing the
+listening socket is a ``TlsSniffingAcceptor`` (server/tls_acceptor.py: upstream's
+``HandshakeHandler``, TLS and plain on one port) instead of asyncio's server.
 """
 
 # ASYNC109: ``timeout`` parameters are request budgets handed to the Channel's timers.
@@ -29,8 +35,10 @@ requests (server/metrics/remoting.py); without one, channels pay nothing for it.
 from __future__ import annotations
 
 import asyncio
+import ssl
 import warnings
 from collections.abc import Callable, Mapping
+from typing import Any, cast
 
 from aiorocketmq.logs import get_logger
 from aiorocketmq.protocol.channel import (
@@ -41,11 +49,15 @@ from aiorocketmq.protocol.channel import (
     Channel,
     Handler,
     Permits,
+    RequestHook,
     RequestObserver,
 )
 from aiorocketmq.protocol.command import RemotingCommand
 from aiorocketmq.protocol.errors import MQClientError
 from aiorocketmq.protocol.frame import DEFAULT_MAX_FRAME_LENGTH
+from aiorocketmq.protocol.tls import TlsMode
+
+from .tls_acceptor import TlsSniffingAcceptor
 
 __all__ = ["RemotingServer"]
 
@@ -74,6 +86,9 @@ class RemotingServer:
         scan_interval: float = SCAN_INTERVAL,
         backlog: int = 1024,
         request_observer: RequestObserver | None = None,
+        request_hook: RequestHook | None = None,
+        ssl_context: ssl.SSLContext | None = None,
+        tls_mode: TlsMode = TlsMode.PERMISSIVE,
     ) -> None:
         self._processors: dict[int, Handler] = dict(processors or {})
         self._default_handler = default_handler
@@ -88,6 +103,9 @@ class RemotingServer:
         self._scan_interval = scan_interval
         self._backlog = backlog
         self.request_observer = request_observer
+        self.request_hook = request_hook
+        self._ssl_context = None if tls_mode is TlsMode.DISABLED else ssl_context
+        self.tls_mode = TlsMode.DISABLED if self._ssl_context is None else tls_mode
         self._server: asyncio.Server | None = None
         self._channels: set[Channel] = set()
         self._accepting = True
@@ -140,8 +158,8 @@ class RemotingServer:
         if self._server is not None or self._stopped:
             raise MQClientError("cannot call RemotingServer.start(): already started or stopped")
         loop = asyncio.get_running_loop()
-        self._server = await loop.create_server(
-            self._make_channel, self.host, self.port, backlog=self._backlog, reuse_address=True,
+        self._server = await self._create_server(
+            loop, self._make_channel, self.host, self.port, backlog=self._backlog, reuse_address=True,
             start_serving=serve,
         )
         sock = self._server.sockets[0]
@@ -156,6 +174,16 @@ class RemotingServer:
         if not self._server.is_serving():
             await self._server.start_serving()
             log.info("remoting.server_started", address=self.address)
+
+    async def _create_server(self, loop: asyncio.AbstractEventLoop,
+                             factory: Callable[[], Channel], host: str, port: int,
+                             **kw: Any) -> asyncio.Server:
+        if self._ssl_context is None:
+            return await loop.create_server(factory, host, port, **kw)
+        acceptor = await TlsSniffingAcceptor.create(
+            factory, host, port, ssl_context=self._ssl_context, mode=self.tls_mode,
+            first_byte_timeout=self._idle_timeout, **kw)
+        return cast(asyncio.Server, acceptor)
 
     def stop_accepting(self) -> None:
         """Close the listening socket; live connections are still served. Idempotent."""
@@ -240,6 +268,7 @@ class RemotingServer:
             max_frame_length=self._max_frame_length,
             read_backpressure=True,
             observer=self.request_observer,
+            request_hook=self.request_hook,
         )
 
     def _channel_opened(self, channel: Channel) -> None:

@@ -27,6 +27,7 @@ __all__ = [
     "serve_until_signalled",
     "read_properties_file",
     "add_common_arguments",
+    "system_properties",
 ]
 
 def configure_logging(fmt: str = "console", level: str = "INFO") -> None:
@@ -120,6 +121,20 @@ def add_common_arguments(parser: Any) -> None:
     # Checked here: an unknown level used to fall back to INFO without a word.
     parser.add_argument("--log-level", default="INFO", type=str.upper, choices=LOG_LEVELS,
                         help="DEBUG, INFO, WARNING or ERROR (default INFO)")
+    parser.add_argument("-D", dest="system_properties", action="append", default=[],
+                        metavar="KEY=VALUE",
+                        help="a Java-style system property (repeatable), e.g. "
+                             "-Drocketmq.home.dir=/opt/rocketmq or -Dtls.server.mode=enforcing")
+
+
+def system_properties(args: Any) -> dict[str, str]:
+    """The ``-Dkey=value`` options (upstream's JVM system properties: ``rocketmq.home.dir``,
+    ``rocketmq.acl.plain.file``, ``tls.*``) as a dict; a bare ``-Dkey`` is ``""``."""
+    props: dict[str, str] = {}
+    for item in getattr(args, "system_properties", None) or ():
+        key, _, value = item.partition("=")
+        props[key.strip()] = value
+    return props
 
 
 def serve_until_signalled(

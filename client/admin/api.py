@@ -34,6 +34,7 @@ from typing import Any
 from aiorocketmq.client.api import MQClientAPI, PullResult, SendResult
 from aiorocketmq.client.config import ClientConfig
 from aiorocketmq.client.remoting import RemotingClient, parse_namesrv_addr
+from aiorocketmq.protocol.acl import RPCHook
 from aiorocketmq.protocol.bodies import (
     ClusterInfo,
     ConsumerConnection,
@@ -126,10 +127,16 @@ class MQAdmin:
         timeout: default budget of one call, in seconds.
         serialize_type: header encoding of every request (``ClientConfig.serialize_type``;
             None: its default, ``ROCKETMQ_SERIALIZE_TYPE`` or JSON).
+        rpc_hook: signs every request (``AclClientRPCHook``; stock mqadmin signs with
+            ``conf/tools.yml``, see client/admin/acl.py ``tools_rpc_hook``).
+        client_options: more ``ClientConfig`` fields (``access_key``/``secret_key``,
+            ``use_tls``, ``tls_verify``, ...).
     """
 
     def __init__(self, namesrv_addr: str, *, timeout: float = DEFAULT_TIMEOUT,
-                 serialize_type: SerializeType | str | None = None) -> None:
+                 serialize_type: SerializeType | str | None = None,
+                 rpc_hook: RPCHook | None = None,
+                 client_options: Mapping[str, Any] | None = None) -> None:
         addrs = parse_namesrv_addr(namesrv_addr or "")
         if not addrs:
             raise MQClientError("no nameserver address given (use -n host:port)")
@@ -138,8 +145,11 @@ class MQAdmin:
         options: dict[str, Any] = {} if serialize_type is None else {
             "serialize_type": serialize_type}
         self.config = ClientConfig(namesrv_addr=";".join(addrs),
-                                   mq_client_api_timeout_ms=int(timeout * 1000), **options)
-        self.remoting = RemotingClient(serialize_type=self.config.serialize_type)
+                                   mq_client_api_timeout_ms=int(timeout * 1000), **options,
+                                   **dict(client_options or {}), rpc_hook=rpc_hook)
+        self.remoting = RemotingClient(serialize_type=self.config.serialize_type,
+                                       rpc_hook=self.config.build_rpc_hook(),
+                                       ssl=self.config.build_ssl_context())
         self.remoting.update_namesrv_address_list(addrs)
         self.api = MQClientAPI(self.remoting, self.config)
 

@@ -26,6 +26,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
+from aiorocketmq.protocol.acl import PlainAccessConfig
 from aiorocketmq.protocol.bodies import (
     ClusterInfo,
     ConsumerConnection,
@@ -46,6 +47,7 @@ from aiorocketmq.protocol.errors import (
 from aiorocketmq.protocol.message import MessageExt
 from aiorocketmq.server.runtime import configure_logging
 
+from . import acl as acl_admin
 from .api import MQAdmin
 
 __all__ = [
@@ -882,7 +884,144 @@ def build_parser() -> argparse.ArgumentParser:
     p = _add(sub, "updateNamesrvConfig", update_namesrv_config, "Update configs of name server")
     p.add_argument("-k", "--key", required=True)
     p.add_argument("-v", "--value", required=True)
+    _add_acl_commands(sub)
     return parser
+
+
+# -- ACL (tools/command/acl/*) ----------------------------------------------------------------
+
+
+async def _acl_targets(admin: MQAdmin, args: argparse.Namespace, *, masters_only: bool) -> list[str]:
+    """``-b`` the one broker; ``-c`` the cluster's masters (and slaves, for the commands that
+    write: upstream ``fetchMasterAndSlaveAddrByClusterName``)."""
+    if args.brokerAddr:
+        return [args.brokerAddr.strip()]
+    return [b.addr for b in await admin.brokers(args.clusterName.strip(),
+                                                masters_only=masters_only)]
+
+
+def _acl_perm_list(text: str | None) -> list[str] | None:
+    return None if text is None else text.strip().split(",")
+
+
+async def update_acl_config(admin: MQAdmin, args: argparse.Namespace) -> Output:
+    config = PlainAccessConfig(
+        access_key=args.accessKey.strip(), secret_key=args.secretKey.strip(),
+        white_remote_address=None if args.whiteRemoteAddress is None
+        else args.whiteRemoteAddress.strip(),
+        admin=args.admin is not None and args.admin.strip().lower() == "true",
+        default_topic_perm=None if args.defaultTopicPerm is None else args.defaultTopicPerm.strip(),
+        default_group_perm=None if args.defaultGroupPerm is None else args.defaultGroupPerm.strip(),
+        topic_perms=_acl_perm_list(args.topicPerms), group_perms=_acl_perm_list(args.groupPerms))
+    lines = []
+    for addr in await _acl_targets(admin, args, masters_only=False):
+        await acl_admin.update_acl_config(admin, addr, config)
+        lines.append("create or update plain access config to %s success.\n" % addr)
+    lines.append("%r" % config)
+    return Output({"accessKey": config.access_key, "brokers": len(lines) - 1}, "".join(lines))
+
+
+async def delete_acl_config(admin: MQAdmin, args: argparse.Namespace) -> Output:
+    ak = args.accessKey.strip()
+    lines = []
+    for addr in await _acl_targets(admin, args, masters_only=False):
+        await acl_admin.delete_acl_config(admin, addr, ak)
+        lines.append("delete plain access config account from %s success.\n" % addr)
+    lines.append("account's accesskey is:%s" % ak)
+    return Output({"accessKey": ak}, "".join(lines))
+
+
+async def update_global_white_addr(admin: MQAdmin, args: argparse.Namespace) -> Output:
+    addrs = args.globalWhiteRemoteAddresses.strip()
+    path = None if args.aclFileFullPath is None else args.aclFileFullPath.strip()
+    lines = []
+    for addr in await _acl_targets(admin, args, masters_only=False):
+        await acl_admin.update_global_white_addr_config(admin, addr, addrs, path)
+        lines.append("update global white remote addresses to %s success.\n" % addr)
+    return Output({"globalWhiteRemoteAddresses": addrs.split(",")}, "".join(lines))
+
+
+async def cluster_acl_config_version(admin: MQAdmin, args: argparse.Namespace) -> Output:
+    rows: list[dict[str, Any]] = []
+    text = []
+    if args.clusterName:
+        text.append("%-16s  %-22s  %-22s  %-20s  %-22s  %-22s\n" % (
+            "#Cluster Name", "#Broker Name", "#Broker Addr", "#AclFilePath",
+            "#AclConfigVersionNum", "#AclLastUpdateTime"))
+    for addr in await _acl_targets(admin, args, masters_only=True):
+        info = await acl_admin.acl_version_info(admin, addr)
+        for path in java_hashmap_order(info.all_acl_config_data_version):
+            v = info.all_acl_config_data_version[path]
+            rows.append({"clusterName": info.cluster_name, "brokerName": info.broker_name,
+                         "brokerAddr": info.broker_addr, "aclFilePath": path,
+                         "counter": v.counter, "timestamp": v.timestamp})
+            text.append("%-16s  %-22s  %-22s  %-20s  %-22s  %-22s\n" % (
+                info.cluster_name, info.broker_name, info.broker_addr, path, v.counter,
+                format_date(v.timestamp)))
+    text.append("get cluster's plain access config version success.\n" if args.clusterName
+                else "get broker's plain access config version success.\n")
+    return Output(rows, "".join(text))
+
+
+def _java_list(values: Sequence[str]) -> str:
+    return "[" + ", ".join(values) + "]"
+
+
+async def get_acl_config(admin: MQAdmin, args: argparse.Namespace) -> Output:
+    data = []
+    text = []
+    for addr in await _acl_targets(admin, args, masters_only=True):
+        whites, configs = await acl_admin.broker_acl_config(admin, addr)
+        data.append({"brokerAddr": addr, "globalWhiteAddrs": whites,
+                     "plainAccessConfigs": [c.to_json() for c in configs]})
+        text.append("\n%-20s: %s\n\naccounts:\n" % ("globalWhiteRemoteAddresses",
+                                                     _java_list(whites)))
+        for c in configs:
+            # PlainAccessConfig's declared fields, in order (GetAccessConfigSubCommand)
+            for name, value in (("accessKey", c.access_key), ("secretKey", c.secret_key),
+                                ("whiteRemoteAddress", c.white_remote_address),
+                                ("admin", _java_bool(c.admin)),
+                                ("defaultTopicPerm", c.default_topic_perm),
+                                ("defaultGroupPerm", c.default_group_perm),
+                                ("topicPerms", None if c.topic_perms is None
+                                 else _java_list(c.topic_perms)),
+                                ("groupPerms", None if c.group_perms is None
+                                 else _java_list(c.group_perms))):
+                text.append("%-1s %-18s: %s\n" % ("", name, "" if value is None else value))
+            text.append("\n")
+    return Output(data, "".join(text))
+
+
+def _add_acl_commands(sub: Any) -> None:
+    p = _add(sub, "updateAclConfig", update_acl_config, "Update acl config yaml file in broker")
+    _broker_or_cluster(p)
+    p.add_argument("-a", "--accessKey", required=True, help="set accessKey in acl config file")
+    p.add_argument("-s", "--secretKey", required=True, help="set secretKey in acl config file")
+    p.add_argument("-w", "--whiteRemoteAddress",
+                   help="set white ip Address for account in acl config file")
+    p.add_argument("-i", "--defaultTopicPerm", help="set default topicPerm in acl config file")
+    p.add_argument("-u", "--defaultGroupPerm", help="set default GroupPerm in acl config file")
+    p.add_argument("-t", "--topicPerms", help="set topicPerms list,eg: topicA=DENY,topicD=SUB")
+    p.add_argument("-g", "--groupPerms", help="set groupPerms list,eg: groupD=DENY,groupD=SUB")
+    p.add_argument("-m", "--admin", help="set admin flag in acl config file")
+    for name in ("deleteAclConfig", "deleteAccessConfig"):
+        p = _add(sub, name, delete_acl_config, "Delete Acl Config Account in broker")
+        _broker_or_cluster(p)
+        p.add_argument("-a", "--accessKey", required=True,
+                       help="set accessKey in acl config file for deleting which account")
+    p = _add(sub, "clusterAclConfigVersion", cluster_acl_config_version,
+             "List all of acl config version information in cluster")
+    _broker_or_cluster(p)
+    p = _add(sub, "updateGlobalWhiteAddr", update_global_white_addr,
+             "Update global white address for acl Config File in broker")
+    _broker_or_cluster(p)
+    p.add_argument("-g", "--globalWhiteRemoteAddresses", required=True,
+                   help="set globalWhiteRemoteAddress list,eg: 10.10.103.*,192.168.0.*")
+    p.add_argument("-p", "--aclFileFullPath",
+                   help="update global white address of specified acl file,eg: /xxx/plain_test.yml")
+    for name in ("getAclConfig", "getAccessConfigSubCommand"):
+        p = _add(sub, name, get_acl_config, "List all of acl config information in cluster")
+        _broker_or_cluster(p)
 
 
 # -- entry point ----------------------------------------------------------------------------
@@ -892,7 +1031,9 @@ _EXPECTED = (RocketMQError, OSError, asyncio.TimeoutError, UnicodeError)
 
 async def _run(args: argparse.Namespace) -> Output:
     fn = _COMMANDS[args.command][0]
-    async with MQAdmin(args.namesrvAddr, timeout=args.timeout) as admin:
+    # As stock MQAdminStartup: sign with $ROCKETMQ_HOME/conf/tools.yml when it has keys.
+    async with MQAdmin(args.namesrvAddr, timeout=args.timeout,
+                       rpc_hook=acl_admin.tools_rpc_hook()) as admin:
         return await fn(admin, args)
 
 

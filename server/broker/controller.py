@@ -4,7 +4,10 @@ Upstream ``BrokerController`` (``initialize``, ``start``, ``shutdown``, ``regist
 
 ``start()``:
 
-1. load ``topics.json``, ``subscriptionGroup.json``, ``consumerOffset.json``;
+1. load ``topics.json``, ``subscriptionGroup.json``, ``consumerOffset.json``; with
+   ``aclEnable``, load the ACL files (server/broker/acl/, upstream ``initialAcl``) and put
+   the check in front of every request (the server's request hook) before anyone connects;
+   the ACL files are then watched for changes;
 2. bind the RemotingServer's port without listening yet (``listenPort`` 0 picks a free
    port, which then becomes ``listen_port``, the registered broker address and the store
    host);
@@ -40,12 +43,15 @@ from aiorocketmq.logs import get_logger
 from aiorocketmq.protocol.channel import Channel
 from aiorocketmq.protocol.codes import ResponseCode
 from aiorocketmq.protocol.command import RemotingCommand
+from aiorocketmq.protocol.tls import TlsConfig
 from aiorocketmq.server.metrics import BrokerMetrics
 from aiorocketmq.server.remoting import RemotingServer
 from aiorocketmq.server.store.config import MessageStoreConfig
 from aiorocketmq.server.store.ha import HAService
 from aiorocketmq.server.store.message_store import MessageStore
 
+from .acl import AclFileWatcher, PlainAccessValidator, load_access_validator
+from .acl.processor import AclAdminProcessor
 from .client_manager import ClientHousekeeping, ConsumerManager, ProducerManager
 from .config import BrokerConfig
 from .consumer_offset import ConsumerOffsetManager
@@ -84,8 +90,12 @@ class BrokerController:
     """One broker process's components; see the module docstring for the order of things."""
 
     def __init__(self, config: BrokerConfig, store_config: MessageStoreConfig, *,
-                 host: str = "127.0.0.1", metrics: BrokerMetrics | None = None) -> None:
+                 host: str = "127.0.0.1", metrics: BrokerMetrics | None = None,
+                 system_properties: dict[str, str] | None = None) -> None:
         self.config = config
+        # Upstream's JVM -D properties: rocketmq.home.dir, rocketmq.acl.plain.file, tls.*
+        self.system_properties = dict(system_properties or {})
+        self.tls = TlsConfig.from_properties(self.system_properties)
         self.store_config = store_config
         self.host = host
         root = Path(store_config.store_path_root_dir)
@@ -105,8 +115,11 @@ class BrokerController:
         self.server = RemotingServer(host=host, port=config.listen_port,
                                      default_handler=self._not_ready,
                                      on_channel_close=self._on_channel_close,
-                                     request_observer=self.metrics.observer)
-        self.namesrv = BrokerOuterAPI(config, self.topics.build_serialize_wrapper)
+                                     request_observer=self.metrics.observer,
+                                     ssl_context=self.tls.maybe_server_context(),
+                                     tls_mode=self.tls.mode)
+        self.namesrv = BrokerOuterAPI(config, self.topics.build_serialize_wrapper,
+                                      ssl=self.tls.client_context() if self.tls.enable else None)
         self.topics.on_topic_created = self.namesrv.request_register_oneway
         self.store: MessageStore = None  # type: ignore[assignment]  # created in start()
         self.pull_hold: PullRequestHoldService = None  # type: ignore[assignment]
@@ -119,6 +132,8 @@ class BrokerController:
         self._offset_task: asyncio.Task[None] | None = None
         self.ha: HAService | None = None
         self.slave_sync = SlaveSynchronize(self)
+        self.access_validator: PlainAccessValidator | None = None
+        self.acl_watcher: AclFileWatcher | None = None
         self._state = "new"
 
     @property
@@ -140,6 +155,10 @@ class BrokerController:
         for manager in (self.topics, self.subscription_groups, self.offsets, self.consumer_filters):
             if not manager.load():
                 raise RuntimeError(f"cannot load {manager.path} nor its .bak")
+        if self.config.acl_enable:
+            self.access_validator = load_access_validator(self.system_properties)
+            self.server.request_hook = self.access_validator.before_request
+            self.acl_watcher = AclFileWatcher(self.access_validator.manager)
         await self.server.start(serve=False)
         self.config.listen_port = self.server.port
         c = self.config
@@ -176,6 +195,10 @@ class BrokerController:
         for table in (admin_broker.handlers(self), admin_group.handlers(self)):
             for code, handler in table.items():
                 self.server.register(code, handler)
+        acl_admin = AclAdminProcessor(self.access_validator, lambda: (
+            self.config.broker_name, self.config.broker_addr, self.config.broker_cluster_name))
+        for code, handler in acl_admin.handlers().items():
+            self.server.register(code, handler)
         self.server.register_default(self.admin_processor.unknown)
         for manager in (self.topics, self.subscription_groups, self.offsets, self.consumer_filters):
             manager.start()
@@ -186,6 +209,8 @@ class BrokerController:
         else:
             self.schedule.start()
             self.transaction_check.start()
+        if self.acl_watcher is not None:
+            self.acl_watcher.start()
         self.metrics.attach(self)
         await self.metrics.start()
         await self.server.start_serving()
@@ -262,6 +287,8 @@ class BrokerController:
                 await self._offset_task
             except asyncio.CancelledError:
                 pass
+        if self.acl_watcher is not None:
+            await self.acl_watcher.stop()
         if self.pull_hold is not None:
             await self.pull_hold.stop()
         await self.namesrv.stop()

@@ -31,6 +31,7 @@ from aiorocketmq.server.runtime import (
     configure_logging,
     read_properties_file,
     serve_until_signalled,
+    system_properties,
 )
 
 from .config import load_broker_configs, unknown_broker_keys
@@ -82,7 +83,10 @@ def main(argv: list[str] | None = None) -> int:
     metrics = BrokerMetrics(metrics_port=config.metrics_port, host=args.host,
                             slow_request_ms=config.slow_request_ms,
                             log_requests=args.log_level.upper() == "DEBUG")
-    broker = BrokerController(config, store_config, host=args.host, metrics=metrics)
+    # -D: rocketmq.home.dir (else ROCKETMQ_HOME), rocketmq.acl.plain.file, tls.* (upstream's
+    # JVM system properties; see server/broker/acl/ and protocol/tls.py)
+    broker = BrokerController(config, store_config, host=args.host, metrics=metrics,
+                              system_properties=system_properties(args))
 
     async def start() -> None:
         try:

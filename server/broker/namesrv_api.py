@@ -26,6 +26,7 @@ Contract (REMOTING.md 4.4, 4.11, 6.7, 6.9):
 from __future__ import annotations
 
 import asyncio
+import ssl
 import zlib
 from collections.abc import Callable
 
@@ -55,10 +56,11 @@ class BrokerOuterAPI:
     """Registration of this broker with every configured nameserver."""
 
     def __init__(self, config: BrokerConfig,
-                 build_wrapper: Callable[[], TopicConfigSerializeWrapper]) -> None:
+                 build_wrapper: Callable[[], TopicConfigSerializeWrapper], *,
+                 ssl: ssl.SSLContext | None = None) -> None:
         self._config = config
         self._build_wrapper = build_wrapper
-        self._client = RemotingClient()
+        self._client = RemotingClient(ssl=ssl)  # -Dtls.enable=true: TLS to nameservers
         self._client.update_namesrv_address_list(config.namesrv_addr_list)
         self._periodic_task: asyncio.Task[None] | None = None
         self._oneway_task: asyncio.Task[None] | None = None

@@ -25,6 +25,7 @@ import time
 
 from aiorocketmq.logs import get_logger
 from aiorocketmq.protocol.channel import Channel
+from aiorocketmq.protocol.tls import TlsConfig, TlsMode
 from aiorocketmq.server.metrics import NamesrvMetrics
 from aiorocketmq.server.remoting import RemotingServer
 
@@ -43,7 +44,10 @@ _FIRST_SCAN_DELAY = 5.0  # upstream scheduleAtFixedRate(scanNotActiveBroker, 5, 
 class NamesrvController:
     """One nameserver: ``await start()``, serve, ``await stop()``."""
 
-    def __init__(self, config: NamesrvConfig, *, metrics: NamesrvMetrics | None = None) -> None:
+    def __init__(self, config: NamesrvConfig, *, metrics: NamesrvMetrics | None = None,
+                 tls: TlsConfig | None = None) -> None:
+        """``tls``: upstream's ``tls.server.mode`` and friends (protocol/tls.py); plain only
+        when None."""
         self.config = config
         self.kv = KVConfigManager(config.kv_config_path)
         self.routes = RouteInfoManager(
@@ -59,6 +63,8 @@ class NamesrvController:
             oneway_permits=config.server_oneway_semaphore_value,
             async_permits=config.server_async_semaphore_value,
             request_observer=self.metrics.observer,
+            ssl_context=None if tls is None else tls.maybe_server_context(),
+            tls_mode=TlsMode.DISABLED if tls is None else tls.mode,
         )
         self.metrics.attach(self)
         self._scan_task: asyncio.Task[None] | None = None

@@ -29,12 +29,14 @@ from pathlib import Path
 
 from aiorocketmq.logs import get_logger
 from aiorocketmq.protocol.codes import SerializeType
+from aiorocketmq.protocol.tls import TlsConfig
 from aiorocketmq.server.metrics import NamesrvMetrics, add_metrics_arguments, metrics_options
 from aiorocketmq.server.runtime import (
     add_common_arguments,
     configure_logging,
     read_properties_file,
     serve_until_signalled,
+    system_properties,
 )
 
 from .config import ConfigError, NamesrvConfig
@@ -108,7 +110,9 @@ def main(argv: list[str] | None = None) -> int:
     metrics = NamesrvMetrics(metrics_port=metrics_port, host=config.bind_address,
                              slow_request_ms=slow_request_ms,
                              log_requests=args.log_level.upper() == "DEBUG")
-    controller = NamesrvController(config, metrics=metrics)
+    # -Dtls.server.mode=... and the other tls.* keys, as upstream's JVM properties
+    controller = NamesrvController(config, metrics=metrics,
+                                   tls=TlsConfig.from_properties(system_properties(args)))
 
     async def start() -> None:
         await controller.start()

@@ -42,7 +42,7 @@ from typing import Any
 import yaml
 
 from aiorocketmq.logs import get_logger
-from aiorocketmq.protocol.acl import Permission, cal_signature
+from aiorocketmq.protocol.acl import Permission, PlainAccessConfig, cal_signature
 from aiorocketmq.protocol.bodies import DataVersion
 from aiorocketmq.protocol.codes import MixAll, RequestCode, SystemTopic
 from aiorocketmq.protocol.javautil import java_hashmap_order
@@ -101,65 +101,6 @@ def _text(value: Any) -> str | None:
     return str(value)
 
 
-def _flag(value: Any) -> bool:
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, int):
-        return value != 0
-    return str(value).strip().lower() in ("true", "1", "y", "yes")
-
-
-def _texts(value: Any) -> list[str] | None:
-    if value is None:
-        return None
-    if not isinstance(value, list):
-        value = [value]
-    return [str(v) for v in value]
-
-
-@dataclasses.dataclass(slots=True)
-class PlainAccessConfig:
-    """``PlainAccessConfig``: one account as written in the YAML file or sent by mqadmin."""
-
-    access_key: str | None = None
-    secret_key: str | None = dataclasses.field(default=None, repr=False)
-    white_remote_address: str | None = None
-    admin: bool = False
-    default_topic_perm: str | None = None
-    default_group_perm: str | None = None
-    topic_perms: list[str] | None = None
-    group_perms: list[str] | None = None
-
-    @classmethod
-    def from_yaml(cls, obj: Any) -> PlainAccessConfig:
-        if not isinstance(obj, dict):
-            raise AclError(f"an account must be a mapping, got {obj!r}")
-        return cls(
-            access_key=_text(obj.get("accessKey")),
-            secret_key=_text(obj.get("secretKey")),
-            white_remote_address=_text(obj.get("whiteRemoteAddress")),
-            admin=_flag(obj.get("admin", False)),
-            default_topic_perm=_text(obj.get("defaultTopicPerm")),
-            default_group_perm=_text(obj.get("defaultGroupPerm")),
-            topic_perms=_texts(obj.get("topicPerms")),
-            group_perms=_texts(obj.get("groupPerms")),
-        )
-
-    def to_json(self) -> dict[str, Any]:
-        """fastjson's bean form: keys in alphabetical order, null fields left out."""
-        out: dict[str, Any] = {}
-        for key, value in (
-            ("accessKey", self.access_key), ("admin", self.admin),
-            ("defaultGroupPerm", self.default_group_perm),
-            ("defaultTopicPerm", self.default_topic_perm), ("groupPerms", self.group_perms),
-            ("secretKey", self.secret_key), ("topicPerms", self.topic_perms),
-            ("whiteRemoteAddress", self.white_remote_address),
-        ):
-            if value is not None:
-                out[key] = value
-        return out
-
-
 @dataclasses.dataclass(slots=True)
 class PlainAccessResource:
     """``PlainAccessResource``: an account as loaded, or what one request needs."""
@@ -184,6 +125,13 @@ class PlainAccessResource:
         if self.resource_perms is None:
             self.resource_perms = {}
         self.resource_perms[resource] = perm
+
+
+def _account(obj: Any) -> PlainAccessConfig:
+    try:
+        return PlainAccessConfig.from_json(obj)
+    except ValueError as exc:
+        raise AclError(str(exc)) from exc
 
 
 def print_resource(resource: str, is_group: bool) -> str:
@@ -351,7 +299,7 @@ class PlainPermissionManager:
                 state.global_white[path] = whites
             accounts: dict[str, PlainAccessResource] = {}
             for obj in data.get("accounts") or ():
-                res = build_plain_access_resource(PlainAccessConfig.from_yaml(obj))
+                res = build_plain_access_resource(_account(obj))
                 assert res.access_key is not None
                 if res.access_key not in state.key_table:
                     accounts[res.access_key] = res
@@ -382,7 +330,7 @@ class PlainPermissionManager:
                   for p in data.get("globalWhiteRemoteAddresses") or ()]
         state = self._state
         accounts: dict[str, PlainAccessResource] = {}
-        built = [build_plain_access_resource(PlainAccessConfig.from_yaml(obj))
+        built = [build_plain_access_resource(_account(obj))
                  for obj in data.get("accounts") or ()]
         for res in built:
             assert res.access_key is not None
@@ -585,7 +533,7 @@ class PlainPermissionManager:
                 continue
             whites.extend(_text(p) or "" for p in data.get("globalWhiteRemoteAddresses") or ())
             for obj in data.get("accounts") or ():
-                config = PlainAccessConfig.from_yaml(obj)
+                config = _account(obj)
                 if config.access_key not in seen:
                     seen.add(config.access_key)
                     configs.append(config)
