@@ -30,6 +30,15 @@ Source options (Spark Kafka source names where the concept is the same):
 ``commitOffsetsToGroup``    default true when consumerGroup is set: finished offsets are
                             written with UPDATE_CONSUMER_OFFSET (``mqadmin consumerProgress``)
 ``includeProperties``       add a ``properties map<string,string>`` column
+``bodyFormat``              ``raw`` (default: ``body`` as stored) | ``msgpack`` | ``json``:
+                            decode each body (a map) into the ``bodySchema`` columns
+``bodySchema``              with msgpack / json, required: a Spark DDL string, e.g.
+                            ``"id long, name string, amount double"`` (structs, arrays,
+                            maps, decimal, date, timestamp, binary too), appended to the
+                            schema below and parsed by Spark. Missing keys are null; a
+                            body that does not decode or a value that does not fit gets
+                            null in every bodySchema column (``body`` keeps the bytes) and
+                            one ``spark.body_undecodable`` warning per task
 ==========================  ============================================================
 
 Schema: ``topic string, brokerName string, queueId int, queueOffset long, msgId string,
@@ -38,7 +47,12 @@ bornHost string, reconsumeTimes int`` [``, properties map<string,string>``].
 
 Sink: columns ``body`` (or ``value``; binary or string, required), ``topic``, ``tags``,
 ``keys``, ``properties`` (map), ``queueId``; options ``nameServer``, ``topic``,
-``producerGroup``, ``sendTimeoutMs``, ``async``, ``maxInFlight``. Delivery is at least once;
+``producerGroup``, ``sendTimeoutMs``, ``async``, ``maxInFlight``, ``bodyFormat``. With
+``bodyFormat=msgpack|json`` there is no body column: every column other than ``body``,
+``value``, ``topic``, ``tags``, ``keys``, ``properties`` and ``queueId`` is packed into the body
+as one map (binary as base64 and timestamps as ISO-8601 strings in JSON; decimals as exact
+strings; dates as ISO strings) and ``contentType`` names the codec, so ``Message.decode()``
+and the source with the same ``bodySchema`` read it back. Delivery is at least once;
 each message carries ``spark.queryId``, ``spark.batchId``, ``spark.partitionId`` and
 ``spark.rowIndex`` for deduplication downstream (``spark_sink.sink_mapping.dedup_key``).
 """

@@ -9,7 +9,9 @@ values, at query start on the driver rather than later in a task.
 Option names follow Spark's Kafka source where the concept is the same (startingOffsets,
 endingOffsets, maxOffsetsPerTrigger, minOffsetsPerTrigger, maxTriggerDelay, minPartitions,
 failOnDataLoss, includeHeaders -> includeProperties). RocketMQ concepts keep RocketMQ's names
-(nameServer, subExpression, consumerGroup, producerGroup, pullBatchSize).
+(nameServer, subExpression, consumerGroup, producerGroup, pullBatchSize). ``bodyFormat`` /
+``bodySchema`` are ours (``body_format``): bodySchema is required with bodyFormat msgpack or
+json on the source and refused with raw; its DDL is parsed by Spark, not here.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import Literal
 
 from aiorocketmq.protocol.errors import MQClientError
 
+from .body_format import BODY_FORMATS, BodyFormat
 from .offsets import OffsetSpec, parse_offset_spec
 
 __all__ = [
@@ -42,9 +45,11 @@ _SOURCE_KEYS = (
     "nameServer", "topic", "topicPattern", "subExpression", "startingOffsets",
     "startingTimestamp", "endingOffsets", "maxOffsetsPerTrigger", "minOffsetsPerTrigger",
     "maxTriggerDelay", "minPartitions", "failOnDataLoss", "pullBatchSize", "pullTimeoutMs",
-    "consumerGroup", "assignment", "commitOffsetsToGroup", "includeProperties",
+    "consumerGroup", "assignment", "commitOffsetsToGroup", "includeProperties", "bodyFormat",
+    "bodySchema",
 )
-_SINK_KEYS = ("nameServer", "topic", "producerGroup", "sendTimeoutMs", "async", "maxInFlight")
+_SINK_KEYS = ("nameServer", "topic", "producerGroup", "sendTimeoutMs", "async", "maxInFlight",
+              "bodyFormat")
 # Options Spark itself puts in the map (load/save paths, writeStream's checkpoint).
 _IGNORED_KEYS = frozenset({"path", "checkpointlocation", "queryname"})
 
@@ -84,6 +89,9 @@ class SourceOptions:
     assignment: Literal["all", "group"]
     commit_offsets_to_group: bool
     include_properties: bool
+    body_format: BodyFormat = "raw"
+    body_schema: str | None = None  # the bodySchema DDL, as given
+    body_fields_json: str | None = None  # bodySchema as Spark parsed it (set by the readers)
 
     @property
     def reader_group(self) -> str:
@@ -101,6 +109,7 @@ class SinkOptions:
     send_timeout_ms: int
     async_send: bool
     max_in_flight: int
+    body_format: BodyFormat = "raw"
 
 
 class _Reader:
@@ -147,6 +156,13 @@ class _Reader:
         if value < minimum:
             raise MQClientError(f"option {name}={value} must be >= {minimum}")
         return value
+
+    def body_format(self) -> BodyFormat:
+        raw = (self.get("bodyFormat") or "raw").lower()
+        for fmt in BODY_FORMATS:
+            if raw == fmt:
+                return fmt
+        raise MQClientError(f"option bodyFormat={raw!r} must be one of {', '.join(BODY_FORMATS)}")
 
     def bool(self, name: str, default: bool) -> bool:
         raw = self.get(name)
@@ -222,6 +238,13 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool) -> Sour
     commit_to_group = r.bool("commitOffsetsToGroup", group is not None)
     if commit_to_group and group is None:
         raise MQClientError("option commitOffsetsToGroup=true needs the option consumerGroup")
+    body_format = r.body_format()
+    body_schema = r.get("bodySchema")
+    if body_format != "raw" and body_schema is None:
+        raise MQClientError(f"option bodyFormat={body_format} needs the option bodySchema, a "
+                            f"Spark DDL string such as 'id long, name string, amount double'")
+    if body_format == "raw" and body_schema is not None:
+        raise MQClientError("option bodySchema needs the option bodyFormat=msgpack or json")
 
     return SourceOptions(
         name_server=name_server,
@@ -242,6 +265,8 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool) -> Sour
         assignment="group" if assignment == "group" else "all",
         commit_offsets_to_group=commit_to_group,
         include_properties=r.bool("includeProperties", False),
+        body_format=body_format,
+        body_schema=body_schema,
     )
 
 
@@ -259,4 +284,5 @@ def parse_sink_options(options: Mapping[str, str]) -> SinkOptions:
         send_timeout_ms=r.int("sendTimeoutMs", 3000, minimum=1) or 3000,
         async_send=r.bool("async", False),
         max_in_flight=r.int("maxInFlight", 256, minimum=1) or 256,
+        body_format=r.body_format(),
     )

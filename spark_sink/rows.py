@@ -7,7 +7,8 @@ Contract:
   ``topic string, brokerName string, queueId int, queueOffset long, msgId string,
   tags string, keys string, body binary, bornTimestamp timestamp, storeTimestamp timestamp,
   bornHost string, reconsumeTimes int`` and, with includeProperties, ``properties
-  map<string,string>``.
+  map<string,string>``; with bodyFormat msgpack or json, bodySchema's fields follow
+  (``body_format``: decoded per Arrow batch by ``BodyDecoder``; ``body`` stays).
 * ``RowBatchBuilder`` collects ``MessageExt`` objects column by column and hands out one
   ``pyarrow.RecordBatch`` per ``flush()``: one Arrow batch per few thousand messages is
   what makes the Python data source fast (Spark converts it without a Python object per
@@ -29,8 +30,10 @@ from aiorocketmq.protocol.message import MessageExt
 if TYPE_CHECKING:
     import pyarrow as pa
 
-__all__ = ["SOURCE_COLUMNS", "source_schema", "message_to_tuple", "RowBatchBuilder",
-           "arrow_schema", "ARROW_BATCH_ROWS"]
+    from .body_format import BodyDecoder
+
+__all__ = ["SOURCE_COLUMNS", "source_columns", "source_schema", "message_to_tuple",
+           "RowBatchBuilder", "arrow_schema", "ARROW_BATCH_ROWS"]
 
 SOURCE_COLUMNS: tuple[tuple[str, str], ...] = (
     ("topic", "string"),
@@ -56,10 +59,18 @@ _TAGS = MessageConst.PROPERTY_TAGS
 _KEYS = MessageConst.PROPERTY_KEYS
 
 
-def source_schema(include_properties: bool) -> str:
-    """The DDL string of the source's schema."""
+def source_columns(include_properties: bool) -> tuple[str, ...]:
+    """The names of the source's own columns (before any bodySchema fields)."""
     cols = SOURCE_COLUMNS + ((_PROPERTIES_COLUMN,) if include_properties else ())
-    return ", ".join(f"{name} {kind}" for name, kind in cols)
+    return tuple(name for name, _ in cols)
+
+
+def source_schema(include_properties: bool, body_schema: str | None = None) -> str:
+    """The DDL string of the source's schema; ``body_schema`` (DDL) is appended as given,
+    for Spark's parser to read."""
+    cols = SOURCE_COLUMNS + ((_PROPERTIES_COLUMN,) if include_properties else ())
+    ddl = ", ".join(f"{name} {kind}" for name, kind in cols)
+    return f"{ddl}, {body_schema}" if body_schema else ddl
 
 
 def _ts(ms: int) -> datetime:
@@ -103,15 +114,27 @@ def arrow_schema(include_properties: bool) -> pa.Schema:
 
 
 class RowBatchBuilder:
-    """Column lists for one Arrow batch; ``add`` per message, ``flush`` per batch."""
+    """Column lists for one Arrow batch; ``add`` per message, ``flush`` per batch.
 
-    __slots__ = ("_broker_name", "_include_properties", "_schema", "_cols", "rows")
+    With a ``BodyDecoder`` the bodies are also decoded into its fields' columns at flush.
+    """
 
-    def __init__(self, broker_name: str, include_properties: bool) -> None:
+    __slots__ = ("_broker_name", "_include_properties", "_schema", "_base", "_cols", "rows",
+                 "_body")
+
+    def __init__(self, broker_name: str, include_properties: bool,
+                 body: BodyDecoder | None = None) -> None:
         self._broker_name = broker_name
         self._include_properties = include_properties
-        self._schema = arrow_schema(include_properties)
-        self._cols: list[list[Any]] = [[] for _ in self._schema]
+        base = arrow_schema(include_properties)
+        self._base = base
+        self._schema = base
+        if body is not None:
+            import pyarrow as pa
+
+            self._schema = pa.schema(list(base) + body.arrow_fields())
+        self._body = body
+        self._cols: list[list[Any]] = [[] for _ in base]
         self.rows = 0
 
     def add(self, msg: MessageExt) -> None:
@@ -139,8 +162,10 @@ class RowBatchBuilder:
         n = self.rows
         cols = self._cols
         cols[1] = [self._broker_name] * n
-        arrays = [pa.array(col, type=f.type) for col, f in zip(cols, self._schema, strict=True)]
+        arrays = [pa.array(col, type=f.type) for col, f in zip(cols, self._base, strict=True)]
+        if self._body is not None:
+            arrays += self._body.columns(cols[7])
         batch = pa.RecordBatch.from_arrays(arrays, schema=self._schema)
-        self._cols = [[] for _ in self._schema]
+        self._cols = [[] for _ in self._base]
         self.rows = 0
         return batch

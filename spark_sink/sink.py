@@ -2,7 +2,9 @@
 
 Contract:
 
-* The DataFrame's columns are validated on the driver (``sink_mapping.SinkColumns``).
+* The DataFrame's columns are validated on the driver (``sink_mapping.SinkColumns``; with
+  bodyFormat msgpack or json also ``body_format.SinkPacker``, which packs the non-reserved
+  columns of each row into the body).
 * Each Spark task (``write``) starts one ``client.producer.Producer`` on a private
   ``client.sync.LoopThread``, sends its rows, waits until the broker acknowledged every one
   of them, shuts the producer down and returns a ``SinkCommitMessage`` with the count. A
@@ -35,6 +37,7 @@ from aiorocketmq.logs import get_logger
 from aiorocketmq.protocol.bodies import MessageQueue
 from aiorocketmq.protocol.message import Message
 
+from .body_format import SinkPacker
 from .options import SinkOptions
 from .sink_mapping import (
     PROP_BATCH_ID,
@@ -131,8 +134,8 @@ def _task_lineage() -> tuple[dict[str, str], int, int]:
     return lineage, partition_id, batch_id
 
 
-def write_partition(opts: SinkOptions, columns: SinkColumns, rows: Iterator[Row]
-                    ) -> SinkCommitMessage:
+def write_partition(opts: SinkOptions, columns: SinkColumns, rows: Iterator[Row],
+                    packer: SinkPacker | None = None) -> SinkCommitMessage:
     """Send every row of one task and wait for all acknowledgements (executor side)."""
     lineage, partition_id, batch_id = _task_lineage()
     count = 0
@@ -140,7 +143,7 @@ def write_partition(opts: SinkOptions, columns: SinkColumns, rows: Iterator[Row]
         chunk: list[tuple[Message, int | None]] = []
         for index, row in enumerate(rows):
             chunk.append(row_to_message(row.asDict(), columns, default_topic=opts.topic,
-                                        lineage=lineage, row_index=index))
+                                        lineage=lineage, row_index=index, packer=packer))
             if len(chunk) >= _SEND_CHUNK:
                 sender.run(sender.send_all(chunk))
                 count += len(chunk)
@@ -151,9 +154,12 @@ def write_partition(opts: SinkOptions, columns: SinkColumns, rows: Iterator[Row]
     return SinkCommitMessage(partition_id, batch_id, count)
 
 
-def _columns(schema: StructType, opts: SinkOptions) -> SinkColumns:
-    return SinkColumns.from_schema(((f.name, f.dataType.simpleString()) for f in schema.fields),
-                                   topic_option=opts.topic)
+def _columns(schema: StructType, opts: SinkOptions) -> tuple[SinkColumns, SinkPacker | None]:
+    packed = opts.body_format != "raw"
+    columns = SinkColumns.from_schema(
+        ((f.name, f.dataType.simpleString()) for f in schema.fields), topic_option=opts.topic,
+        packed=packed)
+    return columns, (SinkPacker(schema, opts.body_format) if packed else None)
 
 
 class RocketMQBatchWriter(DataSourceWriter):
@@ -161,10 +167,10 @@ class RocketMQBatchWriter(DataSourceWriter):
 
     def __init__(self, opts: SinkOptions, schema: StructType) -> None:
         self._opts = opts
-        self._columns = _columns(schema, opts)
+        self._columns, self._packer = _columns(schema, opts)
 
     def write(self, iterator: Iterator[Row]) -> SinkCommitMessage:
-        return write_partition(self._opts, self._columns, iterator)
+        return write_partition(self._opts, self._columns, iterator, self._packer)
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         total = sum(m.messages for m in messages if isinstance(m, SinkCommitMessage))
@@ -176,10 +182,10 @@ class RocketMQStreamWriter(DataSourceStreamWriter):
 
     def __init__(self, opts: SinkOptions, schema: StructType) -> None:
         self._opts = opts
-        self._columns = _columns(schema, opts)
+        self._columns, self._packer = _columns(schema, opts)
 
     def write(self, iterator: Iterator[Row]) -> SinkCommitMessage:
-        return write_partition(self._opts, self._columns, iterator)
+        return write_partition(self._opts, self._columns, iterator, self._packer)
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         total = sum(m.messages for m in messages if isinstance(m, SinkCommitMessage))

@@ -6,8 +6,11 @@ Contract:
   ``body`` (binary or string; ``value`` is accepted instead, as in Spark's Kafka sink) is
   required; ``topic``, ``tags``, ``keys`` (strings), ``properties`` (map<string,string>) and
   ``queueId`` (int) are optional; any other column is refused, so a typo is not dropped
-  silently. Without a ``topic`` column the ``topic`` option is required.
-* ``row_to_message(row, ...)`` maps one row (a ``dict``) to ``(Message, queue_id | None)``.
+  silently. Without a ``topic`` column the ``topic`` option is required. With
+  ``packed=True`` (bodyFormat msgpack or json) there is no body column (a body or value
+  column is refused) and the other columns are the body's data (``body_format.SinkPacker``).
+* ``row_to_message(row, ...)`` maps one row (a ``dict``) to ``(Message, queue_id | None)``;
+  with a packer the body is the packed row and ``contentType`` says which codec.
   A null body, null topic, or a user property that is a RocketMQ system key raises
   ``MQClientError`` naming the row.
 * Every message carries the lineage properties below, so a consumer can drop the
@@ -30,9 +33,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from aiorocketmq.protocol.body_codec import CONTENT_TYPE_PROPERTY
 from aiorocketmq.protocol.codes import MessageConst
 from aiorocketmq.protocol.errors import MQClientError
 from aiorocketmq.protocol.message import Message
+
+from .body_format import SinkPacker
 
 __all__ = [
     "SinkColumns",
@@ -70,27 +76,40 @@ class SinkColumns:
     queue_id: bool
 
     @classmethod
-    def from_schema(cls, fields: Iterable[tuple[str, str]], *, topic_option: str | None
-                    ) -> SinkColumns:
+    def from_schema(cls, fields: Iterable[tuple[str, str]], *, topic_option: str | None,
+                    packed: bool = False) -> SinkColumns:
         """Validate ``(name, simpleString type)`` pairs of the DataFrame to write.
+
+        ``packed``: bodyFormat msgpack or json; columns that are not reserved are data.
 
         Raises:
             MQClientError: no body/value column, both, a column of the wrong type, an
-                unknown column, or neither a topic column nor the topic option.
+                unknown column, or neither a topic column nor the topic option; packed, a
+                body or value column.
         """
         types = {name: kind.lower() for name, kind in fields}
-        unknown = sorted(set(types) - _ALLOWED)
-        if unknown:
-            raise MQClientError(
-                f"format 'rocketmq' cannot write column(s) {', '.join(unknown)}; "
-                f"columns: body|value (binary or string, required), topic, tags, keys "
-                f"(string), properties (map<string,string>), queueId (int)"
-            )
-        if ("body" in types) == ("value" in types):
-            raise MQClientError("the DataFrame needs exactly one of the columns body and value")
-        body = "body" if "body" in types else "value"
-        if types[body] not in ("binary", "string"):
-            raise MQClientError(f"column {body} must be binary or string, not {types[body]}")
+        if packed:
+            given = sorted({"body", "value"} & types.keys())
+            if given:
+                raise MQClientError(
+                    f"with bodyFormat msgpack or json the body is built from the other "
+                    f"columns; drop the column(s) {', '.join(given)} or use bodyFormat=raw")
+            types = {n: k for n, k in types.items() if n in _ALLOWED}
+            body = ""
+        else:
+            unknown = sorted(set(types) - _ALLOWED)
+            if unknown:
+                raise MQClientError(
+                    f"format 'rocketmq' cannot write column(s) {', '.join(unknown)}; "
+                    f"columns: body|value (binary or string, required), topic, tags, keys "
+                    f"(string), properties (map<string,string>), queueId (int); or set "
+                    f"bodyFormat=msgpack|json to pack columns into the body"
+                )
+            if ("body" in types) == ("value" in types):
+                raise MQClientError("the DataFrame needs exactly one of the columns body and value")
+            body = "body" if "body" in types else "value"
+            if types[body] not in ("binary", "string"):
+                raise MQClientError(f"column {body} must be binary or string, not {types[body]}")
         for name in _STRING_COLUMNS & types.keys():
             if types[name] != "string":
                 raise MQClientError(f"column {name} must be string, not {types[name]}")
@@ -104,7 +123,7 @@ class SinkColumns:
             raise MQClientError("set the option topic or give the DataFrame a topic column")
         return cls(
             body=body,
-            body_is_string=types[body] == "string",
+            body_is_string=bool(body) and types[body] == "string",
             topic="topic" in types,
             tags="tags" in types,
             keys="keys" in types,
@@ -120,19 +139,27 @@ def row_to_message(
     default_topic: str | None,
     lineage: Mapping[str, str],
     row_index: int,
+    packer: SinkPacker | None = None,
 ) -> tuple[Message, int | None]:
     """One row -> the message to send and the queue id it asks for (None: any queue).
 
     Raises:
-        MQClientError: null body or topic, or a system key among the row's properties.
+        MQClientError: null body or topic, a system key among the row's properties, or
+            (packed) a value the codec cannot represent.
     """
-    body = row[columns.body]
-    if body is None:
-        raise MQClientError(f"row {row_index}: column {columns.body} is null")
-    if isinstance(body, str):
-        body = body.encode("utf-8")
-    elif not isinstance(body, bytes):
-        body = bytes(body)
+    if packer is not None:
+        try:
+            body = packer.pack(row)
+        except MQClientError as exc:
+            raise MQClientError(f"row {row_index}: {exc}") from exc
+    else:
+        body = row[columns.body]
+        if body is None:
+            raise MQClientError(f"row {row_index}: column {columns.body} is null")
+        if isinstance(body, str):
+            body = body.encode("utf-8")
+        elif not isinstance(body, bytes):
+            body = bytes(body)
     topic = row["topic"] if columns.topic else None
     topic = topic or default_topic
     if not topic:
@@ -153,6 +180,8 @@ def row_to_message(
                 props[name] = value
     props.update(lineage)
     props[PROP_ROW_INDEX] = str(row_index)
+    if packer is not None:
+        props[CONTENT_TYPE_PROPERTY] = packer.content_type
     msg = Message(
         topic,
         body,

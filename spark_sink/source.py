@@ -20,7 +20,12 @@ Contract (PySpark Python Data Source API, ``pyspark.sql.datasource``):
   AllocateMessageQueueAveragely share of the queues, so several queries share a topic.
 * Executor side, ``read(partition)`` opens its own ``BlockingLink``, pulls exactly the
   partition's ``[start, end)`` (no commits, no group membership: replay is exact) and
-  yields ``pyarrow.RecordBatch`` objects of up to ``rows.ARROW_BATCH_ROWS`` rows.
+  yields ``pyarrow.RecordBatch`` objects of up to ``rows.ARROW_BATCH_ROWS`` rows; with
+  bodyFormat msgpack or json their bodies are decoded into bodySchema's columns
+  (``body_format``; undecodable rows get nulls and one ``spark.body_undecodable`` line).
+* ``schema()`` appends the bodySchema DDL to the source's, so Spark's own parser reads it;
+  ``reader`` / ``streamReader`` take the parsed fields from the schema Spark hands them
+  and ship them to executors as JSON (no DDL parsing outside Spark).
 * Partitions and readers pickle: the driver's link is opened lazily and never pickled.
 
 Offsets are ``offsets.offsets_to_json`` maps. New queues (a topic gained queues, or a
@@ -35,7 +40,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from pyspark.sql.datasource import (
@@ -57,6 +62,7 @@ from pyspark.sql.streaming.datasource import (
 from aiorocketmq.logs import get_logger
 from aiorocketmq.protocol.errors import RemotingError
 
+from .body_format import BodyDecoder, BodyFormat, check_body_fields
 from .link import BlockingLink, RocketMQLink, RouteView
 from .offsets import (
     EARLIEST,
@@ -70,7 +76,7 @@ from .offsets import (
 )
 from .options import SourceOptions, parse_sink_options, parse_source_options
 from .planning import backlog, plan_ranges, rate_limit, should_wait
-from .rows import ARROW_BATCH_ROWS, RowBatchBuilder, source_schema
+from .rows import ARROW_BATCH_ROWS, RowBatchBuilder, source_columns, source_schema
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -93,12 +99,14 @@ class ReadSettings:
     pull_timeout_ms: int
     fail_on_data_loss: bool
     include_properties: bool
+    body_format: BodyFormat = "raw"
+    body_fields_json: str | None = None
 
     @classmethod
     def of(cls, opts: SourceOptions) -> ReadSettings:
         return cls(opts.name_server, opts.reader_group, opts.sub_expression,
                    opts.pull_batch_size, opts.pull_timeout_ms, opts.fail_on_data_loss,
-                   opts.include_properties)
+                   opts.include_properties, opts.body_format, opts.body_fields_json)
 
 
 class QueueRangePartition(InputPartition):
@@ -122,7 +130,9 @@ def read_partition(partition: QueueRangePartition) -> Iterator[pa.RecordBatch]:
             partition.broker_addr, key, partition.start, partition.end, group=s.group,
             sub_expression=s.sub_expression, batch=s.pull_batch_size,
             fail_on_data_loss=s.fail_on_data_loss))
-        builder = RowBatchBuilder(key.broker_name, s.include_properties)
+        decoder = (BodyDecoder(s.body_format, s.body_fields_json)
+                   if s.body_format != "raw" and s.body_fields_json else None)
+        builder = RowBatchBuilder(key.broker_name, s.include_properties, decoder)
         while (msgs := blocking.run(next_chunk())) is not None:
             for m in msgs:
                 builder.add(m)
@@ -130,6 +140,10 @@ def read_partition(partition: QueueRangePartition) -> Iterator[pa.RecordBatch]:
                 yield builder.flush()
         if builder.rows:
             yield builder.flush()
+        if decoder is not None and decoder.undecodable:
+            log.warning("spark.body_undecodable", queue=str(key), start=partition.start,
+                        end=partition.end, rows=decoder.undecodable, format=s.body_format,
+                        first_reason=decoder.first_reason)
 
 
 def _now_ms() -> int:
@@ -440,6 +454,14 @@ class RocketMQBatchReader(DataSourceReader):
         return read_partition(partition)
 
 
+def _with_body_fields(opts: SourceOptions, schema: StructType) -> SourceOptions:
+    """``opts`` with bodySchema's fields as Spark parsed them (JSON, for the executors)."""
+    if opts.body_format == "raw":
+        return opts
+    fields = check_body_fields(schema, source_columns(opts.include_properties))
+    return replace(opts, body_fields_json=fields.json())
+
+
 class RocketMQDataSource(DataSource):
     """``format("rocketmq")``: source and sink (see ``spark_sink`` for the options)."""
 
@@ -448,14 +470,20 @@ class RocketMQDataSource(DataSource):
         return "rocketmq"
 
     def schema(self) -> str:
-        raw = {k.lower(): v for k, v in self.options.items()}.get("includeproperties", "false")
-        return source_schema(str(raw).strip().lower() == "true")
+        # A DDL string: Spark parses it (this runs in a Python worker without a SparkContext,
+        # where pyspark's own DDL parser is unavailable), bodySchema included.
+        options = {k.lower(): v for k, v in self.options.items()}
+        raw = options.get("includeproperties", "false")
+        body_schema = (options.get("bodyschema") or "").strip() or None
+        return source_schema(str(raw).strip().lower() == "true", body_schema)
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        return RocketMQBatchReader(parse_source_options(self.options, streaming=False))
+        opts = _with_body_fields(parse_source_options(self.options, streaming=False), schema)
+        return RocketMQBatchReader(opts)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
-        return RocketMQStreamReader(parse_source_options(self.options, streaming=True))
+        opts = _with_body_fields(parse_source_options(self.options, streaming=True), schema)
+        return RocketMQStreamReader(opts)
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
         from .sink import RocketMQBatchWriter
