@@ -980,7 +980,7 @@ async def get_acl_config(admin: MQAdmin, args: argparse.Namespace) -> Output:
             # PlainAccessConfig's declared fields, in order (GetAccessConfigSubCommand)
             for name, value in (("accessKey", c.access_key), ("secretKey", c.secret_key),
                                 ("whiteRemoteAddress", c.white_remote_address),
-                                ("admin", _java_bool(c.admin)),
+                                ("admin", "true" if c.admin else "false"),
                                 ("defaultTopicPerm", c.default_topic_perm),
                                 ("defaultGroupPerm", c.default_group_perm),
                                 ("topicPerms", None if c.topic_perms is None
