@@ -934,7 +934,7 @@ def decode_offset_msg_id(msg_id: str) -> tuple[str, int]:
     32 hex chars is IPv4, 56 is IPv6.
 
     Raises:
-        MessageDecodeError: not 32 or 56 hex characters.
+        MessageDecodeError: not 32 or 56 hex characters, or a port outside 0-65535.
     """
     if len(msg_id) not in (32, 56):
         raise MessageDecodeError(f"offset message id {msg_id!r} is not 32 or 56 hex characters")
@@ -942,6 +942,11 @@ def decode_offset_msg_id(msg_id: str) -> tuple[str, int]:
         raw = bytes.fromhex(msg_id)
     except ValueError as exc:
         raise MessageDecodeError(f"offset message id {msg_id!r} is not hex") from exc
+    port = _INT_UNPACK(raw, len(raw) - 12)[0]
+    if not 0 <= port <= 0xFFFF:
+        # InetSocketAddress refuses it upstream: a UNIQ_KEY is the same length, not an offset id.
+        raise MessageDecodeError(f"offset message id {msg_id!r} names port {port}, outside "
+                                 "0-65535 (a unique key, not an offset message id?)")
     return socket_address_from_bytes(raw[:-8]), _LONG.unpack_from(raw, len(raw) - 8)[0]
 
 

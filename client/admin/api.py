@@ -26,6 +26,7 @@ for transport trouble, ``MQClientError`` for bad arguments. Nothing here prints.
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -65,7 +66,12 @@ from aiorocketmq.protocol.codes import (
     SystemTopic,
 )
 from aiorocketmq.protocol.command import RemotingCommand
-from aiorocketmq.protocol.errors import MQBrokerError, MQClientError, TopicNotExistError
+from aiorocketmq.protocol.errors import (
+    MQBrokerError,
+    MQClientError,
+    RemotingError,
+    TopicNotExistError,
+)
 from aiorocketmq.protocol.headers import (
     CloneGroupOffsetRequestHeader,
     CommandHeader,
@@ -88,15 +94,18 @@ from aiorocketmq.protocol.headers import (
     PutKVConfigRequestHeader,
     QueryTopicConsumeByWhoRequestHeader,
     ResetOffsetRequestHeader,
+    UpdateConsumerOffsetRequestHeader,
 )
 from aiorocketmq.protocol.message import (
     Message,
     MessageDecodeError,
     MessageExt,
     decode_offset_msg_id,
+    uniq_id_timestamp,
 )
 
-__all__ = ["MQAdmin", "BrokerInfo", "DEFAULT_TIMEOUT", "LONG_MAX"]
+__all__ = ["MQAdmin", "BrokerInfo", "MessageTrack", "RollbackStats", "DEFAULT_TIMEOUT",
+           "LONG_MAX", "namesrv_addr_from_env"]
 
 DEFAULT_TIMEOUT = 3.0
 LONG_MAX = 2**63 - 1
@@ -115,6 +124,36 @@ class BrokerInfo:
     addr: str
 
 
+@dataclass(slots=True)
+class MessageTrack:
+    """``MessageTrack``: what one consumer group did with a message (``queryMsgById``)."""
+
+    consumer_group: str
+    track_type: str = "UNKNOWN"  # TrackType: CONSUMED, CONSUMED_BUT_FILTERED, PULL, ...
+    exception_desc: str | None = None
+
+    def __str__(self) -> str:
+        return (f"MessageTrack [consumerGroup={self.consumer_group}, trackType={self.track_type}, "
+                f"exceptionDesc={self.exception_desc}]")
+
+
+@dataclass(slots=True)
+class RollbackStats:
+    """``RollbackStats``: one queue of an offline ``resetOffsetByTime``."""
+
+    broker_name: str
+    queue_id: int
+    broker_offset: int
+    consumer_offset: int
+    timestamp_offset: int
+    rollback_offset: int
+
+
+def namesrv_addr_from_env() -> str:
+    """``NAMESRV_ADDR`` from the environment (upstream ``MixAll.NAMESRV_ADDR_ENV``), or ""."""
+    return os.environ.get(MixAll.NAMESRV_ADDR_ENV, "").strip()
+
+
 def _now_ms() -> int:
     return time.time_ns() // 1_000_000
 
@@ -123,7 +162,7 @@ class MQAdmin:
     """Admin client over one nameserver list; see the module docstring.
 
     Args:
-        namesrv_addr: ``"host:port;host:port"``.
+        namesrv_addr: ``"host:port;host:port"``; empty: ``NAMESRV_ADDR`` from the environment.
         timeout: default budget of one call, in seconds.
         serialize_type: header encoding of every request (``ClientConfig.serialize_type``;
             None: its default, ``ROCKETMQ_SERIALIZE_TYPE`` or JSON).
@@ -137,9 +176,10 @@ class MQAdmin:
                  serialize_type: SerializeType | str | None = None,
                  rpc_hook: RPCHook | None = None,
                  client_options: Mapping[str, Any] | None = None) -> None:
-        addrs = parse_namesrv_addr(namesrv_addr or "")
+        addrs = parse_namesrv_addr(namesrv_addr or namesrv_addr_from_env())
         if not addrs:
-            raise MQClientError("no nameserver address given (use -n host:port)")
+            raise MQClientError("no name server address: give -n host:port or set "
+                                f"{MixAll.NAMESRV_ADDR_ENV}")
         self.namesrv_addrs = addrs
         self.timeout = timeout
         options: dict[str, Any] = {} if serialize_type is None else {
@@ -456,6 +496,49 @@ class MQAdmin:
             raise not_online
         return out
 
+    async def reset_offset_by_time_offline(self, topic: str, group: str, timestamp_ms: int, *,
+                                           force: bool = True) -> list[RollbackStats]:
+        """``resetOffsetByTimestampOld``: rewrite the group's stored offsets itself.
+
+        The path of ``ResetOffsetByTimeCommand`` when no consumer of ``group`` is online:
+        per master of the route, GET_CONSUME_STATS (208) for the group's offsets (or, for a
+        group that never consumed the topic, GET_TOPIC_STATS_INFO, 202), then per queue the
+        offset for ``timestamp_ms`` (SEARCH_OFFSET_BY_TIMESTAMP, 29; -1: GET_MAX_OFFSET, 30)
+        written with UPDATE_CONSUMER_OFFSET (15) when ``force`` or when it moves back.
+        """
+        route = await self.topic_route(topic)
+        read_nums = {qd.broker_name: qd.read_queue_nums for qd in route.queue_datas}
+        out: list[RollbackStats] = []
+        for name, addr in self._route_masters(route).items():
+            response = await self.invoke(addr, RequestCode.GET_CONSUME_STATS,
+                                         GetConsumeStatsRequestHeader(consumer_group=group))
+            table = {mq: (w.broker_offset, w.consumer_offset) for mq, w in
+                     ConsumeStats.decode(response.body or b"{}").offset_table.items()
+                     if mq.topic == topic}
+            if not table:
+                response = await self.invoke(addr, RequestCode.GET_TOPIC_STATS_INFO,
+                                             GetTopicStatsInfoRequestHeader(topic=topic))
+                stats = TopicStatsTable.decode(response.body or b"{}").offset_table
+                for qid in range(read_nums.get(name, 0)):
+                    o = stats.get(MessageQueue(topic, name, qid))
+                    if o is not None:
+                        table[MessageQueue(topic, name, qid)] = (o.max_offset, o.min_offset)
+            for mq in sorted(table):
+                broker_offset, consumer_offset = table[mq]
+                if timestamp_ms == -1:
+                    target = await self.api.get_max_offset(addr, mq, self.timeout)
+                else:
+                    target = await self.api.search_offset(addr, mq, timestamp_ms, self.timeout)
+                rollback = consumer_offset
+                if force or target <= consumer_offset:
+                    rollback = target
+                    await self.api.update_consumer_offset(addr, UpdateConsumerOffsetRequestHeader(
+                        consumer_group=group, topic=topic, queue_id=mq.queue_id,
+                        commit_offset=target, bname=mq.broker_name), self.timeout, oneway=False)
+                out.append(RollbackStats(mq.broker_name, mq.queue_id, broker_offset,
+                                         consumer_offset, target, rollback))
+        return out
+
     async def clone_group_offset(self, src_group: str, dest_group: str, topic: str, *,
                                  offline: bool = False) -> None:
         """CLONE_GROUP_OFFSET (314) on every master of the topic's route."""
@@ -474,6 +557,85 @@ class MQAdmin:
         except MessageDecodeError as exc:
             raise MQClientError(f"'{offset_msg_id}' is not an offset message id: {exc}") from None
         return await self.api.view_message(addr, offset, self.timeout)
+
+    async def find_message(self, msg_id: str, topic: str | None = None) -> MessageExt | None:
+        """``queryMsgById``: an offset message id, or else a unique key (UNIQ_KEY).
+
+        An id that is not an offset id (``MessageDecoder.decodeMessageId`` fails: a
+        UNIQ_KEY names no reachable port) is looked up as a unique key, as upstream
+        ``DefaultMQAdminExtImpl.queryMessage`` does (5.x; 4.9.7's tool gave up with
+        NO_MESSAGE): in ``topic``, or, without one, in every topic of the nameserver but
+        the system, retry and dead-letter ones. Returns the oldest match
+        (``MQAdminImpl.queryMessageByUniqKey``, from the id's creation time - 1 s), or None.
+        """
+        try:
+            decode_offset_msg_id(msg_id)
+        except MessageDecodeError:
+            pass
+        else:
+            return await self.view_message(msg_id)
+        try:
+            begin = max(uniq_id_timestamp(msg_id) - 1000, 0)
+        except MessageDecodeError:
+            begin = 0
+        topics = [topic] if topic else [
+            t for t in sorted(await self.topic_list())
+            if t not in SystemTopic.SYSTEM_TOPICS
+            and not t.startswith((MixAll.RETRY_GROUP_TOPIC_PREFIX, MixAll.DLQ_GROUP_TOPIC_PREFIX,
+                                  SystemTopic.SYSTEM_TOPIC_PREFIX))]
+        for t in topics:
+            try:
+                found = await self.query_message_by_key(t, msg_id, max_num=32, begin_ms=begin,
+                                                        unique=True)
+            except TopicNotExistError:
+                if topic:
+                    raise
+                continue  # a cluster or broker name listed as a topic, without a route
+            if found:
+                return min(found, key=lambda m: m.store_timestamp)
+        return None
+
+    async def message_track_detail(self, msg: MessageExt) -> list[MessageTrack]:
+        """``DefaultMQAdminExtImpl.messageTrackDetail``: per group consuming the topic, whether
+        it consumed ``msg`` (its stored offset is past the message's queue offset)."""
+        out: list[MessageTrack] = []
+        for group in await self.query_topic_consume_by_who(msg.topic):
+            mt = MessageTrack(group)
+            out.append(mt)
+            try:
+                conn = await self.consumer_connection(group)
+                if conn.consume_type == "CONSUME_ACTIVELY":
+                    mt.track_type = "PULL"
+                elif conn.consume_type == "CONSUME_PASSIVELY":
+                    if not await self._consumed(msg, group):
+                        mt.track_type = "NOT_CONSUME_YET"
+                        continue
+                    mt.track_type = "CONSUMED"
+                    sd = conn.subscription_table.get(msg.topic)
+                    tags = msg.properties.get("TAGS")
+                    if sd is not None and sd.tags_set and "*" not in sd.tags_set \
+                            and tags not in sd.tags_set:
+                        mt.track_type = "CONSUMED_BUT_FILTERED"
+            except MQBrokerError as exc:
+                if exc.code == ResponseCode.CONSUMER_NOT_ONLINE:
+                    mt.track_type = "NOT_ONLINE"
+                mt.exception_desc = f"CODE:{exc.code} DESC:{exc.remark}"
+            except (RemotingError, MQClientError) as exc:
+                mt.exception_desc = f"{type(exc).__name__}: {exc}"
+        return out
+
+    async def _consumed(self, msg: MessageExt, group: str) -> bool:
+        """``DefaultMQAdminExtImpl.consumed``."""
+        stats = await self.consume_stats(group)
+        info = await self.cluster_info()
+        for mq, w in stats.offset_table.items():
+            if mq.topic != msg.topic or mq.queue_id != msg.queue_id:
+                continue
+            bd = info.broker_addr_table.get(mq.broker_name)
+            if bd is not None and bd.broker_addrs.get(MixAll.MASTER_ID) == msg.store_host \
+                    and w.consumer_offset > msg.queue_offset:
+                return True
+        return False
 
     async def query_message_by_key(self, topic: str, key: str, *, max_num: int = 64,
                                    begin_ms: int = 0, end_ms: int = LONG_MAX,

@@ -1,6 +1,7 @@
 """``mqadmin``: upstream's admin commands, names and flags (``tools/command/**``), over ``MQAdmin``.
 
-``mqadmin <command> -n host:port [flags] [--json]``. Each command is an async function
+``mqadmin <command> [-n host:port] [flags] [--json]``; without ``-n``, ``NAMESRV_ADDR``
+from the environment, as upstream. Each command is an async function
 returning an ``Output``: ``data`` (JSON-ready, printed by ``--json``) and ``text`` (the
 readable table, laid out with upstream's printf widths). Expected failures (connection
 refused, timeout, unknown topic or group, a refusal from a server, bad arguments) print
@@ -20,9 +21,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import sys
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
@@ -44,11 +46,12 @@ from aiorocketmq.protocol.errors import (
     RemotingError,
     RocketMQError,
 )
+from aiorocketmq.protocol.javautil import java_hashmap_order
 from aiorocketmq.protocol.message import MessageExt
 from aiorocketmq.server.runtime import configure_logging
 
 from . import acl as acl_admin
-from .api import MQAdmin
+from .api import MessageTrack, MQAdmin, RollbackStats, namesrv_addr_from_env
 
 __all__ = [
     "main",
@@ -61,8 +64,17 @@ __all__ = [
     "format_consumer_progress",
     "format_topic_status",
     "format_message",
+    "format_message_tracks",
+    "format_topic_config",
+    "format_subscription_group_config",
+    "java_map_string",
+    "perm_to_string",
     "describe_error",
+    "BODY_DIR",
 ]
+
+# QueryMsgByIdSubCommand.createBodyFile: each shown message's body is written here.
+BODY_DIR = "/tmp/rocketmq/msgbodys"
 
 
 @dataclass(slots=True)
@@ -210,6 +222,41 @@ def format_topic_status(table: TopicStatsTable) -> tuple[list[dict[str, Any]], s
     return rows, "".join(lines)
 
 
+def perm_to_string(perm: int) -> str:
+    """``PermName.perm2String``: ``RWX`` with ``-`` for each missing bit."""
+    return "".join(c if perm & bit else "-" for c, bit in (("R", Perm.READ), ("W", Perm.WRITE),
+                                                            ("X", Perm.INHERIT)))
+
+
+def _java_bool(value: bool) -> str:
+    return "true" if value else "false"
+
+
+def format_topic_config(tc: TopicConfig) -> str:
+    """``TopicConfig.toString``."""
+    return (f"TopicConfig [topicName={tc.topic_name}, readQueueNums={tc.read_queue_nums}, "
+            f"writeQueueNums={tc.write_queue_nums}, perm={perm_to_string(tc.perm)}, "
+            f"topicFilterType={tc.topic_filter_type}, topicSysFlag={tc.topic_sys_flag}, "
+            f"order={_java_bool(tc.order)}]")
+
+
+def format_subscription_group_config(cfg: SubscriptionGroupConfig) -> str:
+    """``SubscriptionGroupConfig.toString``."""
+    return (f"SubscriptionGroupConfig [groupName={cfg.group_name}, "
+            f"consumeEnable={_java_bool(cfg.consume_enable)}, "
+            f"consumeFromMinEnable={_java_bool(cfg.consume_from_min_enable)}, "
+            f"consumeBroadcastEnable={_java_bool(cfg.consume_broadcast_enable)}, "
+            f"retryQueueNums={cfg.retry_queue_nums}, retryMaxTimes={cfg.retry_max_times}, "
+            f"brokerId={cfg.broker_id}, "
+            f"whichBrokerWhenConsumeSlowly={cfg.which_broker_when_consume_slowly}, "
+            f"notifyConsumerIdsChangedEnable={_java_bool(cfg.notify_consumer_ids_changed_enable)}]")
+
+
+def java_map_string(props: Mapping[str, str]) -> str:
+    """``AbstractMap.toString`` of a ``HashMap``: ``{k=v, k2=v2}`` in its iteration order."""
+    return "{" + ", ".join(f"{k}={props[k]}" for k in java_hashmap_order(props)) + "}"
+
+
 def message_json(msg: MessageExt) -> dict[str, Any]:
     return {
         "msgId": msg.msg_id, "offsetMsgId": msg.offset_msg_id, "topic": msg.topic,
@@ -223,10 +270,13 @@ def message_json(msg: MessageExt) -> dict[str, Any]:
     }
 
 
-def format_message(msg: MessageExt) -> str:
-    """``QueryMsgByIdSubCommand.printMsg`` (the body printed inline instead of to a file)."""
-    rows = [
-        ("OffsetID:", msg.offset_msg_id), ("Topic:", msg.topic),
+def format_message(msg: MessageExt, body_path: str, *, offset_id: bool = True) -> str:
+    """``QueryMsgByIdSubCommand.printMsg`` (``offset_id``) or
+    ``QueryMsgByUniqueKeySubCommand.showMessage`` (no ``OffsetID:`` line); the body is in
+    the file ``body_path``, as upstream."""
+    rows: list[tuple[str, Any]] = [("OffsetID:", msg.offset_msg_id)] if offset_id else []
+    rows += [
+        ("Topic:", msg.topic),
         ("Tags:", "[%s]" % msg.properties.get("TAGS")),
         ("Keys:", "[%s]" % msg.properties.get("KEYS")),
         ("Queue ID:", msg.queue_id), ("Queue Offset:", msg.queue_offset),
@@ -234,10 +284,26 @@ def format_message(msg: MessageExt) -> str:
         ("Born Timestamp:", format_human_ms(msg.born_timestamp)),
         ("Store Timestamp:", format_human_ms(msg.store_timestamp)),
         ("Born Host:", msg.born_host), ("Store Host:", msg.store_host),
-        ("System Flag:", msg.sys_flag), ("Properties:", msg.properties),
-        ("Message Body:", bytes(msg.body).decode("utf-8", "replace")),
+        ("System Flag:", msg.sys_flag), ("Properties:", java_map_string(msg.properties)),
+        ("Message Body Path:", body_path),
     ]
     return "".join("%-20s %s\n" % row for row in rows)
+
+
+def format_message_tracks(tracks: Sequence[MessageTrack]) -> str:
+    """What ``printMsg`` prints after a message: its ``MessageTrack`` lines, or a warning."""
+    if not tracks:
+        return "\n\nWARN: No Consumer\n"
+    return "\n\n" + "".join(f"{t}\n" for t in tracks)
+
+
+def write_body_file(msg: MessageExt, index: int = 0) -> str:
+    """``createBodyFile``: the body in ``BODY_DIR/<msgId>[_index]``; returns the path."""
+    os.makedirs(BODY_DIR, exist_ok=True)
+    path = f"{BODY_DIR}/{msg.msg_id}" + (f"_{index}" if index > 0 else "")
+    with open(path, "wb") as fh:
+        fh.write(bytes(msg.body))
+    return path
 
 
 def format_properties(title: str, props: dict[str, str]) -> str:
@@ -291,7 +357,7 @@ async def update_topic(admin: MQAdmin, args: argparse.Namespace) -> Output:
     for addr in await _broker_targets(admin, args):
         await admin.create_topic(addr, tc)
         done.append(addr)
-    text = "".join(f"create topic to {a} success.\n" for a in done) + f"{tc}\n"
+    text = "".join(f"create topic to {a} success.\n" for a in done) + format_topic_config(tc) + "\n"
     result: dict[str, Any] = {"brokers": done, "topicConfig": tc.to_json()}
     if tc.order:
         # Upstream UpdateTopicSubCommand: the nameserver's ORDER_TOPIC_CONFIG entry, which
@@ -437,7 +503,8 @@ async def update_sub_group(admin: MQAdmin, args: argparse.Namespace) -> Output:
     for addr in await _broker_targets(admin, args):
         await admin.create_subscription_group(addr, cfg)
         done.append(addr)
-    text = "".join(f"create subscription group to {a} success.\n" for a in done) + f"{cfg}\n"
+    text = "".join(f"create subscription group to {a} success.\n" for a in done) + \
+        format_subscription_group_config(cfg) + "\n"
     return Output({"brokers": done, "subscriptionGroupConfig": cfg.to_json()}, text)
 
 
@@ -540,9 +607,17 @@ async def consumer_status(admin: MQAdmin, args: argparse.Namespace) -> Output:
 
 
 async def reset_offset_by_time(admin: MQAdmin, args: argparse.Namespace) -> Output:
-    ts = parse_timestamp(args.timestamp)
+    # ResetOffsetByTimeCommand: "now" is -1 (the broker resets to the max offset).
+    ts = -1 if args.timestamp.strip() == "now" else parse_timestamp(args.timestamp)
     force = _bool(args.force) if args.force is not None else True
-    table = await admin.reset_offset_by_time(args.topic, args.group, ts, force=force)
+    try:
+        table = await admin.reset_offset_by_time(args.topic, args.group, ts, force=force)
+    except MQBrokerError as exc:
+        if exc.code != ResponseCode.CONSUMER_NOT_ONLINE:
+            raise
+        # No consumer online: rewrite the stored offsets (ResetOffsetByTimeOldCommand).
+        stats = await admin.reset_offset_by_time_offline(args.topic, args.group, ts, force=force)
+        return _rollback_output(args, ts, force, stats)
     lines = ["rollback consumer offset by specified group[%s], topic[%s], force[%s], "
              "timestamp(string)[%s], timestamp(long)[%s]\n" % (
                  args.group, args.topic, str(force).lower(), args.timestamp, ts)]
@@ -555,6 +630,26 @@ async def reset_offset_by_time(admin: MQAdmin, args: argparse.Namespace) -> Outp
                    "offsets": rows}, "".join(lines))
 
 
+def _rollback_output(args: argparse.Namespace, ts: int, force: bool,
+                     stats: Sequence[RollbackStats]) -> Output:
+    """``ResetOffsetByTimeOldCommand.resetOffset``'s report."""
+    lines = ["rollback consumer offset by specified consumerGroup[%s], topic[%s], force[%s], "
+             "timestamp(string)[%s], timestamp(long)[%s]\n" % (
+                 args.group, args.topic, _java_bool(force), args.timestamp, ts)]
+    fmt = "%-20s  %-20s  %-20s  %-20s  %-20s  %-20s\n"
+    lines.append(fmt % ("#brokerName", "#queueId", "#brokerOffset", "#consumerOffset",
+                        "#timestampOffset", "#rollbackOffset"))
+    rows = []
+    for r in stats:
+        rows.append({"brokerName": r.broker_name, "queueId": r.queue_id,
+                     "brokerOffset": r.broker_offset, "consumerOffset": r.consumer_offset,
+                     "timestampOffset": r.timestamp_offset, "offset": r.rollback_offset})
+        lines.append(fmt % (r.broker_name, r.queue_id, r.broker_offset, r.consumer_offset,
+                            r.timestamp_offset, r.rollback_offset))
+    return Output({"group": args.group, "topic": args.topic, "timestamp": ts, "force": force,
+                   "offline": True, "offsets": rows}, "".join(lines))
+
+
 async def clone_group_offset(admin: MQAdmin, args: argparse.Namespace) -> Output:
     offline = _bool(args.offline) if args.offline is not None else False
     await admin.clone_group_offset(args.srcGroup, args.destGroup, args.topic, offline=offline)
@@ -564,9 +659,32 @@ async def clone_group_offset(admin: MQAdmin, args: argparse.Namespace) -> Output
                   text)
 
 
+async def _show_message(admin: MQAdmin, msg: MessageExt, *, index: int = 0,
+                        offset_id: bool = True) -> str:
+    """One message as ``printMsg`` / ``showMessage`` show it, message tracks included (a
+    failed track lookup is reported on stderr, as upstream prints its stack trace)."""
+    text = format_message(msg, write_body_file(msg, index), offset_id=offset_id)
+    try:
+        tracks = await admin.message_track_detail(msg)
+    except _EXPECTED as exc:
+        print(f"mqadmin: message track of {msg.msg_id}: {describe_error(exc)}", file=sys.stderr)
+        return text
+    return text + format_message_tracks(tracks)
+
+
 async def query_msg_by_id(admin: MQAdmin, args: argparse.Namespace) -> Output:
-    msgs = [await admin.view_message(i.strip()) for i in args.msgId.split(",") if i.strip()]
-    return Output([message_json(m) for m in msgs], "\n".join(format_message(m) for m in msgs))
+    msgs, text = [], []
+    for msg_id in (i.strip() for i in args.msgId.split(",")):
+        if not msg_id:
+            continue
+        msg = await admin.find_message(msg_id, args.topic)
+        if msg is None:
+            where = f"topic '{args.topic}'" if args.topic else "any topic"
+            raise MQClientError(f"no message with id '{msg_id}' in {where} (not an offset "
+                                "message id, nor a unique key found by QUERY_MESSAGE)")
+        msgs.append(msg)
+        text.append(await _show_message(admin, msg))
+    return Output([message_json(m) for m in msgs], "".join(text))
 
 
 async def query_msg_by_key(admin: MQAdmin, args: argparse.Namespace) -> Output:
@@ -582,7 +700,12 @@ async def query_msg_by_unique_key(admin: MQAdmin, args: argparse.Namespace) -> O
     if not msgs:
         raise MQClientError(f"message with unique key '{args.msgId}' not found in topic "
                             f"'{args.topic}'")
-    return Output([message_json(m) for m in msgs], "\n".join(format_message(m) for m in msgs))
+    # QueryMsgByUniqueKeySubCommand: oldest first; only the first unless -a.
+    msgs.sort(key=lambda m: m.store_timestamp)
+    if not args.showAll:
+        msgs = msgs[:1]
+    text = [await _show_message(admin, m, index=i, offset_id=False) for i, m in enumerate(msgs)]
+    return Output([message_json(m) for m in msgs], "".join(text))
 
 
 async def query_msg_by_offset(admin: MQAdmin, args: argparse.Namespace) -> Output:
@@ -593,7 +716,7 @@ async def query_msg_by_offset(admin: MQAdmin, args: argparse.Namespace) -> Outpu
         raise MQClientError(f"no message at offset {args.offset} of {mq.topic}/"
                             f"{mq.broker_name}/{mq.queue_id} ({result.status.name})")
     msg = result.msg_found_list[0]
-    return Output(message_json(msg), format_message(msg))
+    return Output(message_json(msg), await _show_message(admin, msg))
 
 
 def _progress(i: int, n: int, mq: MessageQueue) -> None:
@@ -717,13 +840,16 @@ class _Parser(argparse.ArgumentParser):
     """Usage errors become one line and exit code 2 (never a traceback)."""
 
     def error(self, message: str) -> NoReturn:
-        raise UsageError(f"{message} (see 'mqadmin {self.prog.split()[-1]} -h')")
+        words = self.prog.split()
+        hint = f"mqadmin {words[-1]} -h" if len(words) > 1 else "mqadmin -h"
+        raise UsageError(f"{message} (see '{hint}')")
 
 
 def _add(sub: Any, name: str, fn: Command, help_text: str) -> argparse.ArgumentParser:
     p: argparse.ArgumentParser = sub.add_parser(name, help=help_text, description=help_text)
-    p.add_argument("-n", "--namesrvAddr", required=True,
-                   help="name server address list, e.g. 127.0.0.1:9876;192.168.0.1:9876")
+    p.add_argument("-n", "--namesrvAddr", default=None,
+                   help="name server address list, e.g. 127.0.0.1:9876;192.168.0.1:9876 "
+                        "(default: the NAMESRV_ADDR environment variable)")
     p.add_argument("--json", action="store_true", help="print machine-readable JSON")
     p.add_argument("--timeout", type=float, default=3.0, help="seconds per request (default 3)")
     _COMMANDS[name] = (fn, help_text)
@@ -824,7 +950,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--offline", help="true|false")
 
     p = _add(sub, "queryMsgById", query_msg_by_id, "Query Message by Id")
-    p.add_argument("-i", "--msgId", required=True, help="offset message id(s), comma-separated")
+    p.add_argument("-i", "--msgId", required=True,
+                   help="message id(s), comma-separated: offset ids, or unique keys (UNIQ_KEY)")
+    p.add_argument("-t", "--topic", help="topic of unique-key ids (default: search every topic)")
 
     p = _add(sub, "queryMsgByKey", query_msg_by_key, "Query Message by Key")
     p.add_argument("-t", "--topic", required=True)
@@ -833,6 +961,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = _add(sub, "queryMsgByUniqueKey", query_msg_by_unique_key, "Query Message by Unique key")
     p.add_argument("-t", "--topic", required=True)
     p.add_argument("-i", "--msgId", required=True)
+    p.add_argument("-a", "--showAll", action="store_true", help="Print all message, the limit is 32")
 
     p = _add(sub, "queryMsgByOffset", query_msg_by_offset, "Query Message by offset")
     p.add_argument("-t", "--topic", required=True)
@@ -1032,7 +1161,7 @@ _EXPECTED = (RocketMQError, OSError, asyncio.TimeoutError, UnicodeError)
 async def _run(args: argparse.Namespace) -> Output:
     fn = _COMMANDS[args.command][0]
     # As stock MQAdminStartup: sign with $ROCKETMQ_HOME/conf/tools.yml when it has keys.
-    async with MQAdmin(args.namesrvAddr, timeout=args.timeout,
+    async with MQAdmin(args.namesrvAddr or namesrv_addr_from_env(), timeout=args.timeout,
                        rpc_hook=acl_admin.tools_rpc_hook()) as admin:
         return await fn(admin, args)
 
@@ -1042,12 +1171,43 @@ def _quiet_logs() -> None:
     configure_logging("console", "WARNING")
 
 
+def usage_text() -> str:
+    """``MQAdminStartup.printHelp``: every command with its description."""
+    lines = ["The most commonly used mqadmin commands are:\n"]
+    lines.extend("   %-20s %s\n" % (name, desc) for name, (_, desc) in _COMMANDS.items())
+    lines.append("\nSee 'mqadmin help <command>' for more information on a specific command.\n")
+    return "".join(lines)
+
+
+def _startup(parser: argparse.ArgumentParser, argv: list[str]) -> int | None:
+    """``MQAdminStartup.main0`` before a command runs: no arguments print the command list,
+    ``help <command>`` its options; an unknown command is one line on stderr (exit 1).
+    None: go on and run the command."""
+    if not argv:
+        sys.stdout.write(usage_text())
+        return 0
+    if argv[0] in ("-h", "--help"):
+        sys.stdout.write(usage_text())
+        return 0
+    name = argv[1] if argv[0] == "help" and len(argv) == 2 else argv[0]
+    if name not in _COMMANDS:
+        print(f"The sub command {name} not exist.", file=sys.stderr)
+        return 1
+    if argv[0] == "help":
+        parser.parse_args([name, "-h"])  # prints the command's help and exits 0
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; the process exit code (0 ok, 1 failure, 2 usage)."""
     _quiet_logs()
     parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
     name = "mqadmin"
     try:
+        early = _startup(parser, argv)
+        if early is not None:
+            return early
         args = parser.parse_args(argv)
         name = f"mqadmin {args.command}"
         output = asyncio.run(_run(args))

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -45,6 +46,7 @@ from aiorocketmq.protocol.headers import (
     GetTopicStatsInfoRequestHeader,
     UpdateConsumerOffsetRequestHeader,
 )
+from aiorocketmq.server.remoting import RemotingServer
 from tests.procs import ServerProcess, broker_process, namesrv_process
 from tests.vectors import body_bytes, frame
 
@@ -80,6 +82,10 @@ async def mqadmin(*args: str) -> tuple[int, str, str]:
         cwd=REPO)
     out, err = await proc.communicate()
     return proc.returncode or 0, out.decode(), err.decode()
+
+
+def read_bytes(path: str) -> bytes:
+    return Path(path).read_bytes()
 
 
 async def ok(*args: str) -> str:
@@ -196,7 +202,11 @@ async def test_topics_messages_and_progress(servers: tuple[str, str]) -> None:
                                 "--json"))
     assert by_id[0]["body"] == "body-0" and by_id[0]["msgId"] == first.msg_id
     text = await ok("queryMsgByUniqueKey", "-n", ns, "-t", TOPIC, "-i", first.msg_id or "")
-    assert "body-0" in text and "Keys:" in text
+    assert "Keys:                [k0 common]" in text
+    # QueryMsgByUniqueKeySubCommand: the body goes to a file, its path is printed.
+    body_path = next(ln.split(None, 3)[3] for ln in text.splitlines()
+                     if ln.startswith("Message Body Path:"))
+    assert read_bytes(body_path) == b"body-0"
     mq = first.message_queue
     by_offset = json.loads(await ok("queryMsgByOffset", "-n", ns, "-t", TOPIC, "-b",
                                     mq.broker_name, "-i", str(mq.queue_id), "-o",
@@ -351,9 +361,26 @@ async def test_consumer_connection_status_and_reset(servers: tuple[str, str]) ->
         pushed = ResetOffsetBody.decode(consumer.reset_body).offset_table
         assert {mq.queue_id: off for mq, off in pushed.items()} == {0: 0, 1: 0}
 
-    rc, _, err = await mqadmin("resetOffsetByTime", "-n", ns, "-g", group, "-t", topic, "-s",
-                               "now")
-    assert rc == 1 and "CONSUMER_NOT_ONLINE" in err
+    # No consumer online: ResetOffsetByTimeCommand falls back to rewriting the stored
+    # offsets (ResetOffsetByTimeOldCommand); "now" is -1, the max offset of each queue.
+    rc, out, err = await mqadmin("resetOffsetByTime", "-n", ns, "-g", group, "-t", topic, "-s",
+                                 "now")
+    assert rc == 0, err
+    assert out.startswith(f"rollback consumer offset by specified consumerGroup[{group}], "
+                          f"topic[{topic}], force[true], timestamp(string)[now], "
+                          "timestamp(long)[-1]\n")
+    assert out.splitlines()[1].split() == ["#brokerName", "#queueId", "#brokerOffset",
+                                           "#consumerOffset", "#timestampOffset",
+                                           "#rollbackOffset"]
+    rows = sorted(tuple(int(x) for x in ln.split()[1:]) for ln in out.splitlines()[2:])
+    assert rows == [(0, 2, 2, 2, 2), (1, 2, 2, 2, 2)]
+    offline = json.loads(await ok("resetOffsetByTime", "-n", ns, "-g", group, "-t", topic,
+                                  "-s", "0", "--json"))
+    assert offline["offline"] and [(o["queueId"], o["offset"]) for o in offline["offsets"]] == [
+        (0, 0), (1, 0)]
+    async with MQAdmin(ns) as admin:
+        stored = await admin.consume_stats(group, topic)
+    assert sorted(w.consumer_offset for w in stored.offset_table.values()) == [0, 0]
 
 
 async def test_broker_consume_stats_lists_each_group(servers: tuple[str, str]) -> None:
@@ -430,3 +457,75 @@ async def test_update_topic_order_writes_the_order_conf(servers: tuple[str, str]
     got = json.loads(await ok("getKvConfig", "-n", ns, "-s", "ORDER_TOPIC_CONFIG",
                               "-k", "AdminOrdered", "--json"))
     assert got["table"] == {"AdminOrdered": "broker-a:2"}
+
+
+async def test_operator_output_matches_stock_format(servers: tuple[str, str]) -> None:
+    """Issue #19: the stock tool's text for updateTopic / updateSubGroup /
+    queryMsgByUniqueKey / queryMsgById, unique-key ids given to queryMsgById, NAMESRV_ADDR
+    instead of -n, the top-level help."""
+    ns, broker = servers
+    topic, group = "FormatTopic", "FormatGroup"
+    out = await ok("updateTopic", "-n", ns, "-b", broker, "-t", topic, "-r", "2", "-w", "2")
+    assert out == (f"create topic to {broker} success.\n"
+                   f"TopicConfig [topicName={topic}, readQueueNums=2, writeQueueNums=2, "
+                   "perm=RW-, topicFilterType=SINGLE_TAG, topicSysFlag=0, order=false]\n")
+    out = await ok("updateSubGroup", "-n", ns, "-b", broker, "-g", group, "-r", "3")
+    assert out == (f"create subscription group to {broker} success.\n"
+                   f"SubscriptionGroupConfig [groupName={group}, consumeEnable=true, "
+                   "consumeFromMinEnable=false, consumeBroadcastEnable=false, retryQueueNums=1, "
+                   "retryMaxTimes=3, brokerId=0, whichBrokerWhenConsumeSlowly=1, "
+                   "notifyConsumerIdsChangedEnable=true]\n")
+
+    async with MQAdmin(ns) as admin:
+        sent = await admin.send_message(topic, b"format-body", keys="fk", tags="FT")
+    uniq = sent.msg_id or ""
+    text = await ok("queryMsgByUniqueKey", "-n", ns, "-t", topic, "-i", uniq)
+    labels = [ln[:20].rstrip() for ln in text.splitlines() if ln[:1].isupper()]
+    assert labels == ["Topic:", "Tags:", "Keys:", "Queue ID:", "Queue Offset:",
+                      "CommitLog Offset:", "Reconsume Times:", "Born Timestamp:",
+                      "Store Timestamp:", "Born Host:", "Store Host:", "System Flag:",
+                      "Properties:", "Message Body Path:", "WARN: No Consumer"]
+    props = next(ln for ln in text.splitlines() if ln.startswith("Properties:"))
+    assert f"UNIQ_KEY={uniq}" in props and "KEYS=fk" in props and "TAGS=FT" in props
+    assert props[21:].startswith("{") and "': '" not in props  # Java's Map.toString
+
+    # queryMsgById with what sendMessage printed (a UNIQ_KEY, not an offset id): found by
+    # the unique-key lookup, with or without the topic; it used to die with OverflowError.
+    for extra in ((), ("-t", topic)):
+        rc, out, err = await mqadmin("queryMsgById", "-n", ns, "-i", uniq, *extra)
+        assert rc == 0 and "Traceback" not in err, err
+        assert f"OffsetID:            {sent.offset_msg_id}\n" in out
+        assert "Properties:" in out and "Message Body Path:" in out
+    rc, out, err = await mqadmin("queryMsgById", "-n", ns, "-i", "7F0000015183175F320076E550520000",
+                                 "-t", topic)
+    assert rc == 1 and out == "" and err.count("\n") == 1 and "Traceback" not in err
+    assert "7F0000015183175F320076E550520000" in err
+
+    # NAMESRV_ADDR when -n is not given (upstream MQAdminStartup / ClientConfig).
+    env = dict(os.environ, NAMESRV_ADDR=ns)
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "aiorocketmq.client.admin.cli", "topicList",
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, cwd=REPO, env=env)
+    out_b, err_b = await proc.communicate()
+    assert proc.returncode == 0, err_b
+    assert topic in out_b.decode().split()
+
+    rc, out, _ = await mqadmin()
+    assert rc == 0 and out.startswith("The most commonly used mqadmin commands are:\n")
+    assert "   updateTopic          Update or create topic\n" in out
+    rc, out, err = await mqadmin("noSuchCommand")
+    assert (rc, out, err) == (1, "", "The sub command noSuchCommand not exist.\n")
+
+
+async def test_update_broker_config_refusal_is_one_line() -> None:
+    """A broker that refuses UPDATE_BROKER_CONFIG (an unknown key, a bad value): mqadmin
+    prints its remark as one line and exits 1."""
+    def refuse(channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        return request.create_response(ResponseCode.SYSTEM_ERROR,
+                                       "unknown broker config key: noSuchKey\nnothing changed")
+
+    async with RemotingServer({RequestCode.UPDATE_BROKER_CONFIG: refuse}) as stub:
+        rc, out, err = await mqadmin("updateBrokerConfig", "-n", "127.0.0.1:1", "-b",
+                                     stub.address, "-k", "noSuchKey", "-v", "1")
+    assert rc == 1 and out == ""
+    assert err.count("\n") == 1 and "noSuchKey" in err and "SYSTEM_ERROR" in err

@@ -833,3 +833,11 @@ def test_frames_where_covers_all_stored_bodies() -> None:
     # The bodies this file relies on are the ones the vector index names.
     ids = {f["id"] for f in frames_where(body_format="stored-messages")}
     assert {60, 374, 439, 503, 823} <= ids
+
+
+def test_a_unique_key_is_not_an_offset_msg_id() -> None:
+    # Same length as an IPv4 offset id, but its "port" is out of range: decodeMessageId's
+    # InetSocketAddress refuses it, and mqadmin queryMsgById then looks it up as a key.
+    with pytest.raises(MessageDecodeError, match="port 1367545695"):
+        decode_offset_msg_id("7F0000015183175F320076E550520000")
+    assert decode_offset_msg_id("7F00000100002A9F0000000000004F9C") == ("127.0.0.1:10911", 20380)

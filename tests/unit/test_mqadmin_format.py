@@ -6,6 +6,7 @@ import time
 
 import pytest
 
+from aiorocketmq.client.admin.api import MessageTrack
 from aiorocketmq.client.admin.cli import (
     UsageError,
     build_parser,
@@ -13,15 +14,22 @@ from aiorocketmq.client.admin.cli import (
     format_cluster_list,
     format_consumer_progress,
     format_human_ms,
+    format_message_tracks,
+    format_subscription_group_config,
+    format_topic_config,
     format_topic_status,
+    java_map_string,
     main,
     parse_timestamp,
+    perm_to_string,
 )
 from aiorocketmq.protocol.bodies import (
     BrokerData,
     ClusterInfo,
     ConsumeStats,
     MessageQueue,
+    SubscriptionGroupConfig,
+    TopicConfig,
     TopicOffset,
     TopicStatsTable,
 )
@@ -113,7 +121,8 @@ def test_main_usage_error_is_one_line(capsys: pytest.CaptureFixture[str]) -> Non
     assert main(["topicRoute", "-n", "127.0.0.1:1"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "-t/--topic" in err and "Traceback" not in err
-    assert main(["noSuchCommand"]) == 2
+    assert main(["noSuchCommand"]) == 1  # MQAdminStartup: "The sub command ... not exist."
+    assert capsys.readouterr().err == "The sub command noSuchCommand not exist.\n"
 
 
 def test_describe_error() -> None:
@@ -129,3 +138,32 @@ def test_describe_error() -> None:
 
 class OffsetError(Exception):
     pass
+
+
+def test_java_to_string_formats() -> None:
+    # TopicConfig.toString, PermName.perm2String, SubscriptionGroupConfig.toString (4.9.7).
+    assert [perm_to_string(p) for p in (0, 1, 2, 4, 6, 7)] == [
+        "---", "--X", "-W-", "R--", "RW-", "RWX"]
+    assert format_topic_config(TopicConfig("T", 8, 4, 6, order=True)) == (
+        "TopicConfig [topicName=T, readQueueNums=8, writeQueueNums=4, perm=RW-, "
+        "topicFilterType=SINGLE_TAG, topicSysFlag=0, order=true]")
+    assert format_subscription_group_config(SubscriptionGroupConfig("G")) == (
+        "SubscriptionGroupConfig [groupName=G, consumeEnable=true, consumeFromMinEnable=true, "
+        "consumeBroadcastEnable=true, retryQueueNums=1, retryMaxTimes=16, brokerId=0, "
+        "whichBrokerWhenConsumeSlowly=1, notifyConsumerIdsChangedEnable=true]")
+    assert java_map_string({}) == "{}"
+    assert java_map_string({"KEYS": "a b", "TAGS": "t"}) in ("{KEYS=a b, TAGS=t}",
+                                                             "{TAGS=t, KEYS=a b}")
+    assert format_message_tracks([]) == "\n\nWARN: No Consumer\n"
+    assert format_message_tracks([MessageTrack("G", "NOT_ONLINE", "CODE:206 DESC:x")]) == (
+        "\n\nMessageTrack [consumerGroup=G, trackType=NOT_ONLINE, exceptionDesc=CODE:206 DESC:x]\n")
+
+
+def test_usage_without_a_command(capsys: pytest.CaptureFixture[str]) -> None:
+    # MQAdminStartup.printHelp, not argparse's "see 'mqadmin mqadmin -h'".
+    assert main([]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("The most commonly used mqadmin commands are:\n")
+    assert out.endswith("\nSee 'mqadmin help <command>' for more information on a specific "
+                        "command.\n")
+    assert "mqadmin mqadmin" not in out
