@@ -12,6 +12,7 @@ import java.util.regex.Pattern;
 import org.apache.rocketmq.client.consumer.DefaultLitePullConsumer;
 import org.apache.rocketmq.client.consumer.DefaultMQPullConsumer;
 import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
+import org.apache.rocketmq.client.consumer.rebalance.AllocateMessageQueueAveragely;
 import org.apache.rocketmq.client.consumer.PullResult;
 import org.apache.rocketmq.client.consumer.PullStatus;
 import org.apache.rocketmq.client.consumer.listener.ConsumeConcurrentlyStatus;
@@ -111,7 +112,8 @@ final class Consumers {
         long suspendMs = o.lng("suspend-ms", 200);
         int pullBatch = o.integer("pull-batch-size", 32);
 
-        DefaultMQPushConsumer consumer = new DefaultMQPushConsumer(c.group);
+        DefaultMQPushConsumer consumer = new DefaultMQPushConsumer(c.group, c.rpcHook,
+            new AllocateMessageQueueAveragely());
         c.configure(consumer, "consumer");
         Driver.applyFrom(o, consumer);
         o.rejectUnused();
@@ -172,7 +174,7 @@ final class Consumers {
         boolean commit = assign ? o.flag("commit") : true;
         int pullBatch = o.integer("pull-batch-size", 32);
 
-        DefaultLitePullConsumer consumer = new DefaultLitePullConsumer(c.group);
+        DefaultLitePullConsumer consumer = new DefaultLitePullConsumer(c.group, c.rpcHook);
         c.configure(consumer, "litepull");
         Driver.applyFrom(o, consumer);
         o.rejectUnused();

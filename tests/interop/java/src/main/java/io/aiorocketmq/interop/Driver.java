@@ -6,6 +6,8 @@ import java.lang.management.ManagementFactory;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import org.apache.rocketmq.acl.common.AclClientRPCHook;
+import org.apache.rocketmq.acl.common.SessionCredentials;
 import org.apache.rocketmq.client.ClientConfig;
 import org.apache.rocketmq.client.consumer.DefaultLitePullConsumer;
 import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
@@ -13,6 +15,7 @@ import org.apache.rocketmq.client.exception.MQBrokerException;
 import org.apache.rocketmq.client.exception.MQClientException;
 import org.apache.rocketmq.common.UtilAll;
 import org.apache.rocketmq.common.consumer.ConsumeFromWhere;
+import org.apache.rocketmq.remoting.RPCHook;
 import org.apache.rocketmq.remoting.exception.RemotingException;
 import org.apache.rocketmq.remoting.protocol.RemotingCommand;
 
@@ -54,6 +57,8 @@ public final class Driver {
         final long lingerMs;
         final int pollNamesrvMs;
         final int heartbeatMs;
+        /** --access-key / --secret-key: ACL signing with the stock AclClientRPCHook, else null. */
+        final RPCHook rpcHook;
         final long begin = System.currentTimeMillis();
 
         Common(Options o) {
@@ -67,6 +72,10 @@ public final class Driver {
             lingerMs = o.lng("linger-ms", 0);
             pollNamesrvMs = o.integer("poll-namesrv-ms", 1000);
             heartbeatMs = o.integer("heartbeat-ms", 5000);
+            String accessKey = o.str("access-key", null);
+            String secretKey = o.str("secret-key", null);
+            rpcHook = accessKey == null ? null
+                : new AclClientRPCHook(new SessionCredentials(accessKey, secretKey));
         }
 
         long deadline() {

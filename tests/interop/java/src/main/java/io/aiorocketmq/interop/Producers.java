@@ -49,7 +49,7 @@ final class Producers {
         Messages msgs = new Messages(o, "produce-delay".equals(o.scenario) ? 1 : 0);
         int batchSize = o.integer("batch-size", Math.max(1, c.count));
         int orderKeys = o.integer("order-keys", 4);
-        DefaultMQProducer p = producer(c, o, new DefaultMQProducer(c.group));
+        DefaultMQProducer p = producer(c, o, new DefaultMQProducer(c.group, c.rpcHook));
         o.rejectUnused();
         p.start();
         Json.emit(Driver.started("producer", p.buildMQClientId()));
