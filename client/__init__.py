@@ -28,6 +28,7 @@ from .push_consumer import (
 )
 from .rebalance import ConsumeFromWhere, MessageModel
 from .request_reply import RequestProducer, RequestTimeoutError, create_reply_message
+from .selector import MessageSelector
 from .transaction_producer import (
     LocalTransactionState,
     TransactionProducer,
@@ -45,6 +46,7 @@ __all__ = [
     "PushConsumer",
     "PullConsumer",
     "LitePullConsumer",
+    "MessageSelector",
     "Message",
     "MessageExt",
     "MessageQueue",

@@ -31,6 +31,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from aiorocketmq.protocol.bodies import (
+    CheckClientRequestBody,
     ConsumerListBody,
     HeartbeatData,
     LockBatchRequestBody,
@@ -405,6 +406,19 @@ class MQClientAPI:
                                                  language=self.config.language)
         response = await self._invoke_ok(addr, request, timeout)
         return response.version
+
+    async def check_client_in_broker(self, addr: str, group: str, client_id: str,
+                                     subscription: SubscriptionData,
+                                     timeout: float | None = None) -> None:
+        """CHECK_CLIENT_CONFIG (``checkClientInBroker``): can the broker filter this way?
+
+        Raises:
+            MQBrokerError: the broker refused it (SYSTEM_ERROR: property filtering is off;
+                SUBSCRIPTION_PARSE_FAILED: the expression does not compile), with its remark.
+        """
+        body = CheckClientRequestBody(client_id, group, subscription).encode()
+        request = RemotingCommand.create_request(RequestCode.CHECK_CLIENT_CONFIG, None, body)
+        await self._invoke_ok(addr, request, timeout)
 
     async def unregister_client(self, addr: str, client_id: str, *,
                                 producer_group: str | None = None,

@@ -376,6 +376,28 @@ class MQClientInstance:
 
     # -- routes -----------------------------------------------------------------------------
 
+    def find_broker_addr_by_topic(self, topic: str) -> str | None:
+        """``findBrokerAddrByTopic``: a broker of the topic's route (its master if it has one)."""
+        route = self.topic_route_table.get(topic)
+        if route is None or not route.broker_datas:
+            return None
+        return random.choice(route.broker_datas).select_broker_addr()
+
+    async def check_client_in_broker(self, group: str, consumer: ConsumerHook) -> None:
+        """``checkClientInBroker``: one broker of each non-TAG subscription's topic must accept
+        the expression (CHECK_CLIENT_CONFIG); the configs of a cluster's brokers are assumed
+        alike, as upstream.
+
+        Raises:
+            MQBrokerError: a broker refused (property filtering off, expression invalid).
+        """
+        for sd in consumer.subscriptions():
+            if not sd.expression_type or sd.expression_type == "TAG":
+                continue
+            addr = self.find_broker_addr_by_topic(sd.topic)
+            if addr is not None:
+                await self.api.check_client_in_broker(addr, group, self.client_id, sd)
+
     def _topics_in_use(self) -> set[str]:
         topics: set[str] = set()
         for consumer in self.consumers.values():

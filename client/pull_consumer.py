@@ -6,7 +6,8 @@ and ``consumer.DefaultLitePullConsumer`` / ``DefaultLitePullConsumerImpl`` (REMO
 
 * ``PullConsumer``: ``pull`` (sysFlag SUBSCRIPTION, no hold, 10 s timeout) and
   ``pull_block_if_not_found`` (SUSPEND|SUBSCRIPTION, broker hold 20 s, 30 s timeout),
-  both with ``subVersion=0`` and ``commitOffset=0`` like upstream, plus the offset store
+  both with ``subVersion=0`` (an SQL92 ``MessageSelector``: its subVersion) and
+  ``commitOffset=0`` like upstream, plus the offset store
   (``fetch_consume_offset`` / ``update_consume_offset``, persisted every 5 s by the
   client instance). It heartbeats as ``CONSUME_ACTIVELY`` and does not rebalance.
 * ``LitePullConsumer``: ``subscribe`` (queues assigned by rebalance, as the push
@@ -58,6 +59,7 @@ from .rebalance import (
     PullRequest,
     RebalancePushImpl,
 )
+from .selector import Selector, check_broker_version, subscription_data
 
 __all__ = ["PullConsumer", "LitePullConsumer"]
 
@@ -151,10 +153,14 @@ class _ConsumerBase:
         found = await inst.find_broker_addr_for_mq(mq, MixAll.MASTER_ID, False)
         if found.slave:
             sys_flag &= ~PullSysFlag.COMMIT_OFFSET
+        check_broker_version(sd, mq.broker_name, found.version)
+        # as upstream: subVersion 0 for TAG expressions, the subscription's own otherwise
+        tag_type = not sd.expression_type or sd.expression_type == "TAG"
         header = PullMessageRequestHeader(
             consumer_group=self.group, topic=mq.topic, queue_id=mq.queue_id,
             queue_offset=offset, max_msg_nums=max_nums, sys_flag=sys_flag, commit_offset=0,
-            suspend_timeout_millis=suspend_ms, subscription=sd.sub_string, sub_version=0,
+            suspend_timeout_millis=suspend_ms, subscription=sd.sub_string,
+            sub_version=0 if tag_type else sd.sub_version,
             expression_type=sd.expression_type, bname=mq.broker_name)
         result = await inst.api.pull_message(found.addr, header, timeout)
         return process_pull_result(mq, result, sd)
@@ -245,15 +251,18 @@ class PullConsumer(_ConsumerBase):
     async def __aexit__(self, *exc_info: object) -> None:
         await self.shutdown()
 
-    def _sd(self, mq: MessageQueue, expression: str | None) -> SubscriptionData:
+    def _sd(self, mq: MessageQueue, expression: Selector) -> SubscriptionData:
         try:
-            return build_subscription_data(mq.topic, expression)
+            return subscription_data(mq.topic, expression)
         except ValueError as exc:
             raise MQClientError(f"parse subscription error: {exc}") from exc
 
-    async def pull(self, mq: MessageQueue, expression: str | None, offset: int, max_nums: int, *,
+    async def pull(self, mq: MessageQueue, expression: Selector, offset: int, max_nums: int, *,
                    timeout: float | None = None) -> PullResult:
         """Pull once without waiting for new messages (NO_NEW_MSG when none).
+
+        ``expression``: a TAG expression or a ``MessageSelector`` (SQL92 needs a broker with
+        ``enablePropertyFilter=true``).
 
         Raises:
             MQClientError: bad arguments; MQBrokerError / RemotingError from the broker.
@@ -267,7 +276,7 @@ class PullConsumer(_ConsumerBase):
                                      BROKER_SUSPEND_MAX_TIME_MS,
                                      CONSUMER_PULL_TIMEOUT if timeout is None else timeout)
 
-    async def pull_block_if_not_found(self, mq: MessageQueue, expression: str | None,
+    async def pull_block_if_not_found(self, mq: MessageQueue, expression: Selector,
                                       offset: int, max_nums: int) -> PullResult:
         """Pull; the broker holds the request up to 20 s until a message arrives."""
         if offset < 0:
@@ -351,12 +360,17 @@ class LitePullConsumer(_ConsumerBase):
 
     # -- configuration ----------------------------------------------------------------------
 
-    def subscribe(self, topic: str, expression: str | None = "*") -> None:
+    def subscribe(self, topic: str, expression: Selector = "*") -> None:
+        """Subscribe to ``topic`` by TAG expression or ``MessageSelector`` (see ``PushConsumer.subscribe``).
+
+        Raises:
+            MQClientError: subscribed and assigned, a bad topic name or an invalid expression.
+        """
         if self._assigned is not None:
             raise MQClientError("Subscribe and assign are mutually exclusive.")
         Validators.check_topic(topic)
         full = self.config.with_namespace(topic)
-        self._subscriptions[full] = build_subscription_data(full, expression)
+        self._subscriptions[full] = subscription_data(full, expression)
         if self._rebalance is not None:
             self._rebalance.subscription_inner[full] = self._subscriptions[full]
 
@@ -382,6 +396,11 @@ class LitePullConsumer(_ConsumerBase):
             self._rebalance = rb
             for topic in list(self._subscriptions):
                 await inst.update_topic_route(topic)
+            try:
+                await inst.check_client_in_broker(self.group, self)
+            except BaseException:
+                await self.shutdown()
+                raise
             await inst.send_heartbeat_to_all_brokers()
             inst.rebalance_immediately()
         else:

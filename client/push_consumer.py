@@ -84,6 +84,7 @@ from .rebalance import (
     RebalancePushImpl,
     parse_consume_timestamp,
 )
+from .selector import Selector, check_broker_version, subscription_data
 
 __all__ = [
     "PushConsumer",
@@ -248,16 +249,18 @@ class PushConsumer:
 
     # -- configuration ----------------------------------------------------------------------
 
-    def subscribe(self, topic: str, expression: str | None = "*") -> None:
-        """Subscribe to ``topic`` with a TAG expression (``"A || B"``, ``"*"``).
+    def subscribe(self, topic: str, expression: Selector = "*") -> None:
+        """Subscribe to ``topic`` with a TAG expression (``"A || B"``, ``"*"``) or a
+        ``MessageSelector`` (``MessageSelector.by_sql("a > 5")``: the brokers must run
+        with ``enablePropertyFilter=true``, which ``start()`` checks).
 
         Raises:
-            MQClientError: a bad topic name.
+            MQClientError: a bad topic name or an invalid expression.
         """
         Validators.check_topic(topic)
         full = self.config.with_namespace(topic)
         try:
-            sd = build_subscription_data(full, expression)
+            sd = subscription_data(full, expression)
         except ValueError as exc:
             raise MQClientError(f"subscription exception: {exc}") from exc
         self._subscriptions[full] = sd
@@ -368,6 +371,13 @@ class PushConsumer:
         self.state = ServiceState.RUNNING
         for topic in list(self._subscriptions):
             await inst.update_topic_route(topic)
+        try:
+            await inst.check_client_in_broker(self.group, self)
+        except BaseException:
+            # as DefaultMQPushConsumerImpl.start: a broker that cannot filter this way fails
+            # the start (MQBrokerError with the broker's code and remark)
+            await self.shutdown()
+            raise
         await inst.send_heartbeat_to_all_brokers()
         inst.rebalance_immediately()
         log.info("client.push_consumer.started", group=self.group, client_id=inst.client_id,
@@ -655,6 +665,7 @@ class PushConsumer:
             raise MQClientError(f"The broker[{mq.broker_name}] not exist")
         if found.slave:
             commit = False
+        check_broker_version(sd, mq.broker_name, found.version)
         header = PullMessageRequestHeader(
             consumer_group=self.group, topic=mq.topic, queue_id=mq.queue_id,
             queue_offset=req.next_offset, max_msg_nums=self.pull_batch_size,

@@ -33,6 +33,7 @@ from aiorocketmq.protocol.message import Message, MessageExt
 from .api import PullResult, SendResult
 from .producer import Producer
 from .pull_consumer import LitePullConsumer, PullConsumer
+from .selector import Selector
 
 __all__ = ["LoopThread", "SyncProducer", "SyncPullConsumer", "SyncLitePullConsumer"]
 
@@ -204,12 +205,12 @@ class SyncPullConsumer(_Facade):
         assert self._async is not None
         return self.run(self._async.fetch_subscribe_message_queues(topic))
 
-    def pull(self, mq: MessageQueue, expression: str | None, offset: int,
+    def pull(self, mq: MessageQueue, expression: Selector, offset: int,
              max_nums: int) -> PullResult:
         assert self._async is not None
         return self.run(self._async.pull(mq, expression, offset, max_nums))
 
-    def pull_block_if_not_found(self, mq: MessageQueue, expression: str | None, offset: int,
+    def pull_block_if_not_found(self, mq: MessageQueue, expression: Selector, offset: int,
                                 max_nums: int) -> PullResult:
         assert self._async is not None
         return self.run(self._async.pull_block_if_not_found(mq, expression, offset, max_nums))
@@ -239,11 +240,11 @@ class SyncLitePullConsumer(_Facade):
         self._args = (group, namesrv_addr)
         self._options = options
         self._async: LitePullConsumer | None = None
-        self._subscribe: list[tuple[str, str | None]] = []
+        self._subscribe: list[tuple[str, Selector]] = []
         self._assign: list[MessageQueue] | None = None
 
-    def subscribe(self, topic: str, expression: str | None = "*") -> None:
-        """Before ``start``/``with``."""
+    def subscribe(self, topic: str, expression: Selector = "*") -> None:
+        """Before ``start``/``with``; a TAG expression or a ``MessageSelector``."""
         self._subscribe.append((topic, expression))
 
     def assign(self, mqs: Iterable[MessageQueue]) -> None:

@@ -12,7 +12,11 @@ Source options (Spark Kafka source names where the concept is the same):
 ``topic`` / ``topicPattern`` comma-separated topics, or a regex matched (whole name) against
                             the nameserver's topic list; exactly one of the two
 ``subExpression``           tag expression (``"TagA || TagB"``), default ``*``; applied by
-                            the broker and re-checked on the client
+                            the broker and re-checked on the client; or, with
+                            ``expressionType=SQL92``, an SQL92 selector over the message
+                            properties (``"a > 5 AND TAGS IN ('TagA')"``), applied by brokers
+                            run with ``enablePropertyFilter=true``
+``expressionType``          ``TAG`` (default) or ``SQL92``: how ``subExpression`` selects
 ``startingOffsets``         ``earliest`` | ``latest`` | ``{"topic":{"broker":{"queueId":n}}}``
                             (-2 earliest, -1 latest); default latest (stream), earliest (batch)
 ``startingTimestamp``       ms since the epoch; SEARCH_OFFSET_BY_TIMESTAMP per queue

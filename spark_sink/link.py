@@ -177,8 +177,9 @@ class RocketMQLink:
 
     # -- consumer group ---------------------------------------------------------------------
 
-    def _heartbeat_data(self, group: str, topics: Sequence[str], sub_expression: str) -> HeartbeatData:
-        subs = [build_subscription_data(t, sub_expression) for t in topics]
+    def _heartbeat_data(self, group: str, topics: Sequence[str], sub_expression: str,
+                        expression_type: str = "TAG") -> HeartbeatData:
+        subs = [build_subscription_data(t, sub_expression, expression_type) for t in topics]
         consumer = ConsumerData(
             group_name=group, consume_type="CONSUME_ACTIVELY", message_model="CLUSTERING",
             consume_from_where="CONSUME_FROM_LAST_OFFSET", subscription_data_set=subs,
@@ -186,9 +187,9 @@ class RocketMQLink:
         return HeartbeatData(client_id=self.client_id, consumer_data_set=[consumer])
 
     async def heartbeat(self, view: RouteView, group: str, topics: Sequence[str],
-                        sub_expression: str) -> None:
+                        sub_expression: str, expression_type: str = "TAG") -> None:
         """HEART_BEAT to every broker holding one of ``topics`` (joins the group)."""
-        data = self._heartbeat_data(group, topics, sub_expression)
+        data = self._heartbeat_data(group, topics, sub_expression, expression_type)
         await asyncio.gather(*(self.api.send_heartbeat(addr, data, self.timeout)
                                for addr in sorted(set(view.broker_addrs.values()))))
 
@@ -294,15 +295,16 @@ class RocketMQLink:
 
     async def read_range(self, addr: str, key: QueueKey, start: int, end: int, *,
                          group: str, sub_expression: str, batch: int, fail_on_data_loss: bool,
-                         pipeline: int = DEFAULT_PIPELINE
+                         pipeline: int = DEFAULT_PIPELINE, expression_type: str = "TAG"
                          ) -> Callable[[], Awaitable[list[MessageExt] | None]]:
         """Prepare a reader of ``[start, end)``; each call of the result returns the next
         messages (one pipeline's worth of windows), None when the range is done.
+        ``expression_type`` SQL92: the broker selects by the expression (no tag re-filter).
 
         The min offset is checked first so that a range starting below it is reported
         (or skipped) before any pull.
         """
-        subscription = build_subscription_data(key.topic, sub_expression)
+        subscription = build_subscription_data(key.topic, sub_expression, expression_type)
         min_offset = await self.api.get_min_offset(addr, _mq(key), self.timeout)
         if start < min_offset:
             start = self._lost(key, start, min(min_offset, end), fail_on_data_loss,

@@ -9,7 +9,10 @@ values, at query start on the driver rather than later in a task.
 Option names follow Spark's Kafka source where the concept is the same (startingOffsets,
 endingOffsets, maxOffsetsPerTrigger, minOffsetsPerTrigger, maxTriggerDelay, minPartitions,
 failOnDataLoss, includeHeaders -> includeProperties). RocketMQ concepts keep RocketMQ's names
-(nameServer, subExpression, consumerGroup, producerGroup, pullBatchSize). ``bodyFormat`` /
+(nameServer, subExpression, expressionType, consumerGroup, producerGroup, pullBatchSize).
+``expressionType`` is ``TAG`` (default: subExpression is ``"TagA || TagB"``) or ``SQL92``
+(subExpression is an SQL92 selector over the message properties, checked here and
+evaluated by brokers run with ``enablePropertyFilter=true``). ``bodyFormat`` /
 ``bodySchema`` are ours (``body_format``): bodySchema is required with bodyFormat msgpack or
 json on the source and refused with raw; its DDL is parsed by Spark, not here.
 """
@@ -22,6 +25,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from aiorocketmq.protocol.errors import MQClientError
+from aiorocketmq.protocol.filter import FilterError, compile_sql92
 
 from .body_format import BODY_FORMATS, BodyFormat
 from .offsets import OffsetSpec, parse_offset_spec
@@ -42,7 +46,7 @@ DEFAULT_READER_GROUP = "spark-rocketmq-reader"
 DEFAULT_PRODUCER_GROUP = "spark-rocketmq-writer"
 
 _SOURCE_KEYS = (
-    "nameServer", "topic", "topicPattern", "subExpression", "startingOffsets",
+    "nameServer", "topic", "topicPattern", "subExpression", "expressionType", "startingOffsets",
     "startingTimestamp", "endingOffsets", "maxOffsetsPerTrigger", "minOffsetsPerTrigger",
     "maxTriggerDelay", "minPartitions", "failOnDataLoss", "pullBatchSize", "pullTimeoutMs",
     "consumerGroup", "assignment", "commitOffsetsToGroup", "includeProperties", "bodyFormat",
@@ -92,6 +96,7 @@ class SourceOptions:
     body_format: BodyFormat = "raw"
     body_schema: str | None = None  # the bodySchema DDL, as given
     body_fields_json: str | None = None  # bodySchema as Spark parsed it (set by the readers)
+    expression_type: str = "TAG"  # of sub_expression: TAG or SQL92
 
     @property
     def reader_group(self) -> str:
@@ -246,11 +251,27 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool) -> Sour
     if body_format == "raw" and body_schema is not None:
         raise MQClientError("option bodySchema needs the option bodyFormat=msgpack or json")
 
+    sub_expression = r.get("subExpression") or "*"
+    expression_type = (r.get("expressionType") or "TAG").upper()
+    if expression_type not in ("TAG", "SQL92"):
+        raise MQClientError(f"option expressionType={r.get('expressionType')!r} must be 'TAG' or "
+                            f"'SQL92'")
+    if expression_type == "SQL92":
+        if r.get("subExpression") is None:
+            raise MQClientError("option expressionType=SQL92 needs the option subExpression, an "
+                                "SQL92 selector such as \"a > 5 AND TAGS IN ('TagA')\"")
+        try:
+            compile_sql92(sub_expression)
+        except FilterError as exc:
+            raise MQClientError(f"option subExpression={sub_expression!r} is not a valid SQL92 "
+                                f"selector: {exc.remark}") from exc
+
     return SourceOptions(
         name_server=name_server,
         topics=topics,
         topic_pattern=pattern,
-        sub_expression=r.get("subExpression") or "*",
+        sub_expression=sub_expression,
+        expression_type=expression_type,
         starting_offsets=starting,
         starting_timestamp_ms=timestamp,
         ending_offsets=ending,

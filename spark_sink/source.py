@@ -101,12 +101,14 @@ class ReadSettings:
     include_properties: bool
     body_format: BodyFormat = "raw"
     body_fields_json: str | None = None
+    expression_type: str = "TAG"
 
     @classmethod
     def of(cls, opts: SourceOptions) -> ReadSettings:
         return cls(opts.name_server, opts.reader_group, opts.sub_expression,
                    opts.pull_batch_size, opts.pull_timeout_ms, opts.fail_on_data_loss,
-                   opts.include_properties, opts.body_format, opts.body_fields_json)
+                   opts.include_properties, opts.body_format, opts.body_fields_json,
+                   opts.expression_type)
 
 
 class QueueRangePartition(InputPartition):
@@ -129,7 +131,7 @@ def read_partition(partition: QueueRangePartition) -> Iterator[pa.RecordBatch]:
         next_chunk = blocking.run(blocking.link.read_range(
             partition.broker_addr, key, partition.start, partition.end, group=s.group,
             sub_expression=s.sub_expression, batch=s.pull_batch_size,
-            fail_on_data_loss=s.fail_on_data_loss))
+            fail_on_data_loss=s.fail_on_data_loss, expression_type=s.expression_type))
         decoder = (BodyDecoder(s.body_format, s.body_fields_json)
                    if s.body_format != "raw" and s.body_fields_json else None)
         builder = RowBatchBuilder(key.broker_name, s.include_properties, decoder)
@@ -269,13 +271,15 @@ class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         topics = sorted({q.topic for q in view.queues})
         blocking = self._planner.blocking
         sub = self._opts.sub_expression
-        blocking.call(lambda link: link.heartbeat(view, group, topics, sub))
+        kind = self._opts.expression_type
+        blocking.call(lambda link: link.heartbeat(view, group, topics, sub, kind))
         if not self._heartbeating:
             self._heartbeating = True
 
             async def beat(link: RocketMQLink) -> None:
                 current = self._planner.view or view
-                await link.heartbeat(current, group, sorted({q.topic for q in current.queues}), sub)
+                await link.heartbeat(current, group, sorted({q.topic for q in current.queues}), sub,
+                                     kind)
 
             blocking.start_routine(beat)
         return view, blocking.call(lambda link: link.allocate(view, group))
