@@ -2,10 +2,14 @@
 
 Contract: a ``ConfigManager`` subclass owns one file (``topics.json``,
 ``subscriptionGroup.json``, ``consumerOffset.json`` under ``<storeRoot>/config``) and
-implements ``encode() -> bytes`` (a snapshot of its table, taken on the event loop) and
-``decode(bytes)``. ``load()`` reads the file, falling back to ``<file>.bak`` when the file
-is missing, empty or does not decode, as upstream does. Writes are atomic: temp file,
-fsync, previous file kept as ``.bak``, rename, directory fsync.
+implements ``snapshot()`` (a copy of its table, entry name -> entry, taken on the event
+loop), ``encode_snapshot(entries) -> bytes`` and ``decode(bytes)``. ``encode()`` writes the
+snapshot; should one entry not encode (a name the edge checks let through by mistake),
+that entry is left out, logged once with the file and the entry, and every other entry
+is still written: one entry can never block its file. ``load()`` reads the file, falling
+back to ``<file>.bak`` when the file is missing, empty or does not decode, as upstream
+does. Writes are atomic: temp file, fsync, previous file kept as ``.bak``, rename,
+directory fsync, so a failed write leaves the previous file intact.
 
 Writes never block the event loop: ``mark_dirty()`` (callable from plain handlers) wakes
 the manager's ``_persist_routine``, which encodes on the loop and writes in a worker
@@ -18,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
 from aiorocketmq.client.atomic_file import write_file_atomic
 from aiorocketmq.logs import get_logger
@@ -25,6 +30,9 @@ from aiorocketmq.logs import get_logger
 __all__ = ["ConfigManager", "write_file_atomic"]
 
 log = get_logger("aiorocketmq.broker.config")
+
+# What encoding one entry can raise: a lone surrogate, a number JSON cannot write, depth.
+_ENCODE_ERRORS = (UnicodeError, ValueError, TypeError, OverflowError, RecursionError)
 
 
 class ConfigManager:
@@ -36,14 +44,41 @@ class ConfigManager:
         self._write_lock = asyncio.Lock()
         self._task: asyncio.Task[None] | None = None
         self._stopping = False
+        self._unwritable: set[str] = set()  # entries already logged as not encodable
 
     # -- subclass hooks -----------------------------------------------------------------
 
-    def encode(self) -> bytes:
+    def snapshot(self) -> dict[Any, Any]:
+        raise NotImplementedError
+
+    def encode_snapshot(self, entries: dict[Any, Any]) -> bytes:
         raise NotImplementedError
 
     def decode(self, data: bytes) -> None:
         raise NotImplementedError
+
+    # -- encoding -----------------------------------------------------------------------
+
+    def encode(self) -> bytes:
+        """The file's content: every entry that encodes (see the module docstring)."""
+        entries = self.snapshot()
+        try:
+            return self.encode_snapshot(entries)
+        except _ENCODE_ERRORS:
+            pass
+        good: dict[Any, Any] = {}
+        for key, entry in entries.items():
+            try:
+                self.encode_snapshot({key: entry})
+            except _ENCODE_ERRORS as exc:
+                label = ascii(key)[:200]
+                if label not in self._unwritable:
+                    self._unwritable.add(label)
+                    log.error("broker.config_entry_not_persisted", path=str(self.path),
+                              entry=label, error=f"{exc.__class__.__name__}: {exc}"[:300])
+            else:
+                good[key] = entry
+        return self.encode_snapshot(good)
 
     # -- loading ------------------------------------------------------------------------
 
@@ -93,9 +128,11 @@ class ConfigManager:
                 break
             try:
                 await self.persist()
-            except OSError as exc:
-                # A full disk must not kill the broker; the next change retries the write.
-                log.error("broker.config_persist_failed", path=str(self.path), error=str(exc))
+            except Exception as exc:
+                # A full disk (or a bug) must not end the routine: the previous file stays
+                # intact (atomic write) and the next change retries the write.
+                log.error("broker.config_persist_failed", path=str(self.path),
+                          error=f"{exc.__class__.__name__}: {exc}")
 
     async def stop(self) -> None:
         """End the routine and write the current table once more. Idempotent."""

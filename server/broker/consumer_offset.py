@@ -87,9 +87,11 @@ class ConsumerOffsetManager(ConfigManager):
 
     # -- persistence ----------------------------------------------------------------------
 
-    def encode(self) -> bytes:
-        snapshot = {key: dict(table) for key, table in self.offset_table.items()}
-        return ConsumerOffsetSerializeWrapper(snapshot).encode()
+    def snapshot(self) -> dict[str, dict[int, int]]:
+        return {key: dict(table) for key, table in self.offset_table.items()}
+
+    def encode_snapshot(self, entries: dict[str, dict[int, int]]) -> bytes:
+        return ConsumerOffsetSerializeWrapper(entries).encode()
 
     def decode(self, data: bytes) -> None:
         self.offset_table = ConsumerOffsetSerializeWrapper.decode(data).offset_table

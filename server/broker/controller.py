@@ -13,7 +13,9 @@ Upstream ``BrokerController`` (``initialize``, ``start``, ``shutdown``, ``regist
    host);
 3. start the store (recovery included) and hook its message-arriving listener to the
    long-polling service;
-4. register the processor table (admin as default processor for unknown codes);
+4. register the processor table (admin as default processor for unknown codes), every
+   handler behind the edge checks of ``protocol.validation`` (a refused request is
+   answered SYSTEM_ERROR with a remark naming the field, and changes nothing);
 5. start the persistence routines, client housekeeping and long-poll checker; attach the
    metrics families and start their HTTP endpoint (``metrics``: server/metrics/); then
    listen: clients connect only to a broker that can answer them (upstream starts its
@@ -37,6 +39,7 @@ groups, shut the store down (flush + checkpoint), close the nameserver client.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable
 from pathlib import Path
 
 from aiorocketmq.logs import get_logger
@@ -44,6 +47,7 @@ from aiorocketmq.protocol.channel import Channel
 from aiorocketmq.protocol.codes import ResponseCode
 from aiorocketmq.protocol.command import RemotingCommand
 from aiorocketmq.protocol.tls import TlsConfig
+from aiorocketmq.protocol.validation import broker_validator, guard
 from aiorocketmq.server.metrics import BrokerMetrics
 from aiorocketmq.server.remoting import RemotingServer
 from aiorocketmq.server.store.config import MessageStoreConfig
@@ -84,6 +88,22 @@ from .transaction import (
 __all__ = ["BrokerController"]
 
 log = get_logger("aiorocketmq.broker")
+
+
+async def _shutdown_step(what: str, step: Awaitable[object]) -> None:
+    """Await one shutdown step; a failure is logged and the shutdown goes on."""
+    try:
+        await step
+    except asyncio.CancelledError:
+        if not isinstance(step, asyncio.Task):
+            raise  # our own cancellation; a cancelled task we awaited is expected
+    except Exception:
+        log.exception("broker.shutdown_step_failed", step=what)
+
+
+def _log_refused(channel: Channel, request: RemotingCommand, remark: str) -> None:
+    log.warning("broker.request_refused", peer=channel.remote_addr, code=request.code,
+                opaque=request.opaque, reason=remark[:300])
 
 
 class BrokerController:
@@ -184,6 +204,7 @@ class BrokerController:
         # handleRetryAndDLQ runs before the transactional prepare, as upstream.
         self.send_processor.hooks += [RetryDlqSendHook(self), TransactionPrepareHook()]
         self.admin_processor = AdminBrokerProcessor(self)
+        validator = broker_validator()
         for processor in (self.send_processor, self.pull_processor,
                           QueryProcessor(self), ClientManageProcessor(self),
                           ConsumerManageProcessor(self), self.admin_processor,
@@ -191,14 +212,14 @@ class BrokerController:
                           EndTransactionProcessor(self, self.transactions),
                           ReplyMessageProcessor(self), self.schedule):
             for code, handler in processor.handlers().items():
-                self.server.register(code, handler)
+                self.server.register(code, guard(handler, validator, _log_refused))
         for table in (admin_broker.handlers(self), admin_group.handlers(self)):
             for code, handler in table.items():
-                self.server.register(code, handler)
+                self.server.register(code, guard(handler, validator, _log_refused))
         acl_admin = AclAdminProcessor(self.access_validator, lambda: (
             self.config.broker_name, self.config.broker_addr, self.config.broker_cluster_name))
         for code, handler in acl_admin.handlers().items():
-            self.server.register(code, handler)
+            self.server.register(code, guard(handler, validator, _log_refused))
         self.server.register_default(self.admin_processor.unknown)
         for manager in (self.topics, self.subscription_groups, self.offsets, self.consumer_filters):
             manager.start()
@@ -266,8 +287,10 @@ class BrokerController:
             await asyncio.sleep(interval)
             try:
                 await self.offsets.persist()
-            except OSError as exc:
-                log.error("broker.offset_persist_failed", error=str(exc))
+            except Exception as exc:
+                # The routine must outlive one failed write: the next period retries it.
+                log.error("broker.offset_persist_failed", path=str(self.offsets.path),
+                          error=f"{exc.__class__.__name__}: {exc}")
 
     async def shutdown(self) -> None:
         """Stop everything in order (see the module docstring). Idempotent."""
@@ -281,41 +304,33 @@ class BrokerController:
         await self.server.drain(max(self.store_config.sync_flush_timeout_ms,
                                     self.store_config.slave_timeout_ms) / 1000 + 1.0)
         await self.metrics.stop()
+        # From here on every step runs even when an earlier one failed (logged): the
+        # metadata files get written and the store closes, which removes the abort file.
         if self._offset_task is not None:
             self._offset_task.cancel()
-            try:
-                await self._offset_task
-            except asyncio.CancelledError:
-                pass
+            await _shutdown_step("persistConsumerOffset", self._offset_task)
         if self.acl_watcher is not None:
-            await self.acl_watcher.stop()
+            await _shutdown_step("acl_watcher", self.acl_watcher.stop())
         if self.pull_hold is not None:
-            await self.pull_hold.stop()
-        await self.namesrv.stop()
+            await _shutdown_step("pull_hold", self.pull_hold.stop())
+        await _shutdown_step("namesrv", self.namesrv.stop())
         if started:
-            await self.namesrv.unregister_broker_all()
-        await self.housekeeping.stop()
-        await self.slave_sync.stop()
-        await self.server.stop()
-        await self.consumers.stop()
+            await _shutdown_step("namesrv", self.namesrv.unregister_broker_all())
+        await _shutdown_step("housekeeping", self.housekeeping.stop())
+        await _shutdown_step("slave_sync", self.slave_sync.stop())
+        await _shutdown_step("server", self.server.stop())
+        await _shutdown_step("consumers", self.consumers.stop())
         # Before the offsets are written: the check pass moves CID_RMQ_SYS_TRANS offsets.
         if self.transaction_check is not None:
-            await self.transaction_check.stop()
+            await _shutdown_step("transaction_check", self.transaction_check.stop())
         if self.schedule is not None:
-            try:
-                await self.schedule.stop()
-            except OSError as exc:
-                log.error("broker.config_persist_failed", path=str(self.schedule.path),
-                          error=str(exc))
+            await _shutdown_step(str(self.schedule.path), self.schedule.stop())
         for manager in (self.offsets, self.topics, self.subscription_groups, self.consumer_filters):
-            try:
-                await manager.stop()
-            except OSError as exc:
-                log.error("broker.config_persist_failed", path=str(manager.path), error=str(exc))
+            await _shutdown_step(str(manager.path), manager.stop())
         if self.ha is not None:
-            await self.ha.stop()
+            await _shutdown_step("ha", self.ha.stop())
         if self.store is not None:
-            await self.store.shutdown()
-        await self.namesrv.close()
+            await _shutdown_step("store", self.store.shutdown())
+        await _shutdown_step("namesrv", self.namesrv.close())
         self._state = "stopped"
         log.info("broker.stopped", broker=self.config.broker_name)

@@ -163,8 +163,11 @@ class ScheduleMessageService(ConfigManager):
 
     # -- ConfigManager ------------------------------------------------------------------
 
-    def encode(self) -> bytes:
-        return encode_delay_offsets(self.offset_table)
+    def snapshot(self) -> dict[int, int]:
+        return dict(self.offset_table)
+
+    def encode_snapshot(self, entries: dict[int, int]) -> bytes:
+        return encode_delay_offsets(entries)
 
     def decode(self, data: bytes) -> None:
         self.offset_table = decode_delay_offsets(data)

@@ -73,8 +73,11 @@ class SubscriptionGroupManager(ConfigManager):
         self.mark_dirty()
         return True
 
-    def encode(self) -> bytes:
-        return SubscriptionGroupWrapper(dict(self.table), DataVersion(
+    def snapshot(self) -> dict[str, SubscriptionGroupConfig]:
+        return dict(self.table)
+
+    def encode_snapshot(self, entries: dict[str, SubscriptionGroupConfig]) -> bytes:
+        return SubscriptionGroupWrapper(entries, DataVersion(
             self.data_version.timestamp, self.data_version.counter)).encode()
 
     def decode(self, data: bytes) -> None:

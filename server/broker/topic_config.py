@@ -16,20 +16,28 @@ Contract (REMOTING.md 6.7, 6.8, 4.11):
   REGISTER_BROKER, as upstream's ``registerBrokerAll(false, true, true)``).
 * Every change bumps the DataVersion and schedules an atomic write of ``topics.json``
   (upstream's JSON shape: ``{"dataVersion":{...},"topicConfigTable":{...}}``).
-* ``validate_topic`` / ``is_system_topic`` / ``is_not_allowed_send_topic`` are
-  ``TopicValidator``'s checks with its remarks.
+* ``validate_topic`` (from ``protocol.validation``) / ``is_system_topic`` /
+  ``is_not_allowed_send_topic`` are ``TopicValidator``'s checks with its remarks.
+* ``load()`` leaves out (and logs) a stored config no client could use (queue counts
+  outside ``protocol.validation.MAX_QUEUE_NUMS``, undefined perm bits): such a topic
+  would keep the broker from registering anything.
 """
 
 from __future__ import annotations
 
 import copy
-import re
 from collections.abc import Callable
 from pathlib import Path
 
 from aiorocketmq.logs import get_logger
 from aiorocketmq.protocol.bodies import DataVersion, TopicConfig, TopicConfigSerializeWrapper
 from aiorocketmq.protocol.codes import MixAll, Perm, SystemTopic
+from aiorocketmq.protocol.errors import ProtocolError
+from aiorocketmq.protocol.validation import (
+    TOPIC_MAX_LENGTH,
+    validate_topic,
+    validate_topic_config,
+)
 
 from .config import BrokerConfig
 from .config_manager import ConfigManager
@@ -43,20 +51,7 @@ __all__ = [
 
 log = get_logger("aiorocketmq.broker.topic")
 
-TOPIC_MAX_LENGTH = 127  # TopicValidator.TOPIC_MAX_LENGTH
 SCHEDULE_TOPIC_QUEUE_NUM = 18  # TopicConfigManager.SCHEDULE_TOPIC_QUEUE_NUM
-_VALID_NAME = re.compile(r"^[%|a-zA-Z0-9_-]+$")
-
-
-def validate_topic(topic: str | None) -> str | None:
-    """``TopicValidator.validateTopic``: ``None`` when valid, else upstream's remark (SYSTEM_ERROR)."""
-    if topic is None or not topic.strip():
-        return "The specified topic is blank."
-    if not _VALID_NAME.match(topic):
-        return "The specified topic contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$"
-    if len(topic) > TOPIC_MAX_LENGTH:
-        return "The specified topic is longer than topic max length."
-    return None
 
 
 class TopicConfigManager(ConfigManager):
@@ -192,10 +187,21 @@ class TopicConfigManager(ConfigManager):
 
     # -- persistence ----------------------------------------------------------------------
 
-    def encode(self) -> bytes:
-        return self.build_serialize_wrapper().encode()
+    def snapshot(self) -> dict[str, TopicConfig]:
+        return {n: copy.copy(tc) for n, tc in self.topic_config_table.items()}
+
+    def encode_snapshot(self, entries: dict[str, TopicConfig]) -> bytes:
+        return TopicConfigSerializeWrapper(entries, copy.copy(self.data_version)).encode()
 
     def decode(self, data: bytes) -> None:
         wrapper = TopicConfigSerializeWrapper.decode(data)
-        self.topic_config_table.update(wrapper.topic_config_table)
+        table = wrapper.topic_config_table
+        for name, tc in list(table.items()):
+            try:
+                validate_topic_config(tc, name)
+            except ProtocolError as exc:
+                log.error("broker.topic_config_dropped", path=str(self.path), topic=name,
+                          reason=str(exc))
+                del table[name]
+        self.topic_config_table.update(table)
         self.data_version.assign_new_one(wrapper.data_version)

@@ -13,6 +13,8 @@ Contract:
   worker thread so the loop never blocks on the disk. Concurrent changes coalesce: one
   write carries every change made before it started, and each caller waits only for the
   first write that includes its own change.
+* ``put`` refuses (``ValueError``, nothing changed) a namespace, key or value that UTF-8
+  cannot write, so the file always holds every entry in memory.
 * ``load()`` runs once before serving; a file that does not parse is an error (upstream
   fails its start the same way) rather than silently starting empty and overwriting it.
 """
@@ -26,6 +28,7 @@ from pathlib import Path
 
 from aiorocketmq.client.atomic_file import write_file_atomic
 from aiorocketmq.logs import get_logger
+from aiorocketmq.protocol.validation import text_problem
 
 __all__ = ["KVConfigManager", "KVConfigLoadError"]
 
@@ -102,9 +105,15 @@ class KVConfigManager:
         """Set ``namespace/key`` to ``value`` and wait until it is on disk.
 
         Raises:
+            ValueError: a part is not text UTF-8 can write (a lone surrogate); nothing
+            changed, so one such entry can never block the file.
             OSError: the file could not be written (the change stays in memory and is
             written with the next successful persist).
         """
+        for part, text in (("namespace", namespace), ("key", key), ("value", value)):
+            problem = text_problem(text)
+            if problem is not None:
+                raise ValueError(f"KV {part} {problem}")
         kv = self._table.setdefault(namespace, {})
         prev = kv.get(key)
         kv[key] = value

@@ -17,12 +17,15 @@ Response shapes follow upstream exactly, which the 4.9.7 vectors confirm:
   1338-1343); every other JSON body is legacy (GET_BROKER_CLUSTER_INFO, frame 991).
 * TOPIC_NOT_EXIST carries upstream's remark, newline and FAQ line included (frame 6).
 
-Bad input is answered, never stored: a header that does not decode, a body that is not
-JSON or does not inflate, a topic config with a queue count outside
-``0..route_info.MAX_QUEUE_NUMS`` or a perm outside ``0..15``, a CRC32 mismatch: each gets
-SYSTEM_ERROR with a remark saying what was wrong, and no table is touched (decoding and
-validation finish before the first mutation). Upstream is laxer (it stores any int);
-we diverge on purpose so one corrupt body cannot poison every client's routes.
+Bad input is answered, never stored: a header that does not decode, header text or a
+registration body holding a lone UTF-16 surrogate (``protocol.validation``'s edge checks,
+in front of every handler), a body that is not JSON or does not inflate, a CRC32 mismatch:
+each gets SYSTEM_ERROR with a remark saying what was wrong, and no table is touched
+(decoding and validation finish before the first mutation). A registered topic config
+with a queue count outside ``0..route_info.MAX_QUEUE_NUMS`` or a perm outside ``0..15`` is
+left out of the route table (logged) while the broker's other topics register. Upstream
+is laxer (it stores any int); we diverge on purpose so one corrupt topic cannot poison
+every client's routes, nor take the broker's other routes with it.
 
 Encoded routes are cached per (topic, form) until ``RouteInfoManager.generation`` moves,
 so the hot path is a dict lookup plus one response frame.
@@ -70,6 +73,8 @@ from aiorocketmq.protocol.headers import (
     WipeWritePermOfBrokerRequestHeader,
     WipeWritePermOfBrokerResponseHeader,
 )
+from aiorocketmq.protocol.validation import guard as edge_guard
+from aiorocketmq.protocol.validation import namesrv_validator
 
 from .config import PATH_KEYS, ConfigError, NamesrvConfig
 from .kv_config import KVConfigManager
@@ -143,7 +148,8 @@ class NamesrvProcessor:
         }
         table: dict[int, Handler] = {int(c): _guard(h) for c, h in sync.items()}
         table.update({int(c): _guard_async(h) for c, h in asynchronous.items()})
-        self.table = table
+        validator = namesrv_validator()
+        self.table = {c: edge_guard(h, validator, _log_refused) for c, h in table.items()}
 
     # -- brokers --------------------------------------------------------------------------
 
@@ -281,7 +287,10 @@ class NamesrvProcessor:
     async def put_kv_config(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         """PUT_KV_CONFIG (100): answered once the change is on disk."""
         h = PutKVConfigRequestHeader.from_ext_fields(request.ext_fields)
-        await self.kv.put(h.namespace, h.key, h.value)
+        try:
+            await self.kv.put(h.namespace, h.key, h.value)
+        except ValueError as exc:
+            return request.create_response(_SYSTEM_ERROR, str(exc))
         return request.create_response(_SUCCESS)
 
     def get_kv_config(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
@@ -352,6 +361,11 @@ class NamesrvProcessor:
         except OSError as exc:
             # As upstream: the update stands in memory; the file is stale until next time.
             log.error("namesrv.config_persist_failed", path=path, error=str(exc))
+
+
+def _log_refused(channel: Channel, request: RemotingCommand, remark: str) -> None:
+    log.warning("namesrv.request_refused", peer=channel.remote_addr, code=request.code,
+                opaque=request.opaque, reason=remark[:300])
 
 
 def _empty_wrapper() -> TopicConfigSerializeWrapper:

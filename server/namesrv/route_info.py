@@ -23,7 +23,10 @@ not read-write caps every topic's perm before registering (REMOTING.md 6.8), and
 changed here by WIPE/ADD_WRITE_PERM survives re-registrations with an unchanged DataVersion.
 
 Every mutation is all or nothing: ``register_broker`` validates its whole input before it
-touches a table and raises :class:`protocol.errors.ProtocolError` naming what was wrong.
+touches a table and raises :class:`protocol.errors.ProtocolError` naming what was wrong,
+except for topic configs no client could use (queue counts outside 0..``MAX_QUEUE_NUMS``,
+perm bits outside 0..15, a negative sysFlag, no name): each is left out of that
+registration and logged, and the broker's other topics are registered.
 
 Reads return objects that share QueueData/BrokerData with the tables; callers encode them
 before the next mutation (the processor does so on the same event-loop turn).
@@ -50,6 +53,8 @@ from aiorocketmq.protocol.bodies import (
 )
 from aiorocketmq.protocol.codes import MixAll, Perm, TopicSysFlag
 from aiorocketmq.protocol.errors import ProtocolError
+from aiorocketmq.protocol.validation import MAX_QUEUE_NUMS as _MAX_QUEUE_NUMS
+from aiorocketmq.protocol.validation import validate_topic_config
 
 __all__ = [
     "RouteInfoManager",
@@ -65,9 +70,7 @@ BROKER_CHANNEL_EXPIRED_MS = 120_000  # RouteInfoManager.BROKER_CHANNEL_EXPIRED_T
 # Upstream accepts any int. Java brokers use at most a few thousand queues per topic
 # (BenchmarkTest has 1024); a negative or larger count is a corrupt or hostile body, and
 # accepting it would have every client build that many MessageQueue objects.
-MAX_QUEUE_NUMS = 65535
-_PERM_ALL = int(Perm.PRIORITY | Perm.READ | Perm.WRITE | Perm.INHERIT)
-_INT32_MAX = 2**31 - 1
+MAX_QUEUE_NUMS = _MAX_QUEUE_NUMS  # protocol.validation's bound, shared with the broker
 _MASTER_ID = MixAll.MASTER_ID
 
 
@@ -102,24 +105,6 @@ def _check_name(what: str, value: object) -> str:
     if not isinstance(value, str) or not value:
         raise ProtocolError(f"{what} is missing or empty")
     return value
-
-
-def validate_topic_config(tc: TopicConfig, key: str | None = None) -> None:
-    """Raise ``ProtocolError`` if ``tc`` cannot become queue data (see module docstring)."""
-    name = tc.topic_name
-    where = f"topic config {name or key!r}"
-    if not isinstance(name, str) or not name:
-        raise ProtocolError(f"topic config under key {key!r} has no topicName")
-    for attr, wire in (("read_queue_nums", "readQueueNums"), ("write_queue_nums", "writeQueueNums")):
-        n = getattr(tc, attr)
-        if not isinstance(n, int) or isinstance(n, bool) or not 0 <= n <= MAX_QUEUE_NUMS:
-            raise ProtocolError(f"{where}: {wire}={n!r} is outside 0..{MAX_QUEUE_NUMS}")
-    perm = tc.perm
-    if not isinstance(perm, int) or isinstance(perm, bool) or not 0 <= perm <= _PERM_ALL:
-        raise ProtocolError(f"{where}: perm={perm!r} is outside 0..{_PERM_ALL}")
-    flag = tc.topic_sys_flag
-    if not isinstance(flag, int) or isinstance(flag, bool) or not 0 <= flag <= _INT32_MAX:
-        raise ProtocolError(f"{where}: topicSysFlag={flag!r} is not a non-negative int")
 
 
 class RouteInfoManager:
@@ -185,8 +170,7 @@ class RouteInfoManager:
         if not isinstance(broker_id, int) or broker_id < 0:
             raise ProtocolError(f"brokerId={broker_id!r} is negative")
         if topic_configs:
-            for key, tc in topic_configs.items():
-                validate_topic_config(tc, key)
+            topic_configs = self._valid_topic_configs(broker_name, broker_addr, topic_configs)
         now = self._now(now_ms)
         changed = False
 
@@ -254,6 +238,28 @@ class RouteInfoManager:
                     result.ha_server_addr = master_live.ha_server_addr
                     result.master_addr = master_addr
         return result
+
+    @staticmethod
+    def _valid_topic_configs(broker_name: str, broker_addr: str,
+                             topic_configs: Mapping[str, TopicConfig]) -> Mapping[str, TopicConfig]:
+        """The registration's topic table without the configs no client could use.
+
+        A stock 4.9.7 broker stores any int a client sent (perm 32, 2e9 queues) and
+        registers it; refusing the whole registration for one such topic would leave every
+        other topic of that broker without a route, so only the bad config is left out.
+        """
+        bad: dict[str, str] = {}
+        for key, tc in topic_configs.items():
+            try:
+                validate_topic_config(tc, key)
+            except ProtocolError as exc:
+                bad[key] = str(exc)
+        if not bad:
+            return topic_configs
+        for key, reason in bad.items():
+            log.warning("namesrv.topic_config_ignored", broker_name=broker_name,
+                        broker_addr=broker_addr, topic=key, reason=reason)
+        return {k: tc for k, tc in topic_configs.items() if k not in bad}
 
     def _create_and_update_queue_data(self, broker_name: str, tc: TopicConfig) -> None:
         qd = QueueData(broker_name=broker_name, read_queue_nums=tc.read_queue_nums,

@@ -5,13 +5,14 @@
 * GET_BROKER_CONFIG: header ``version`` = the configuration's DataVersion as JSON
   (``{"counter":0,"timestamp":...}`` at boot, frame 1089), body = ``key=value`` lines of
   the broker and store options plus any unknown keys set by UPDATE_BROKER_CONFIG.
-* UPDATE_BROKER_CONFIG: body = properties text; known keys update the live records
-  (values parsed as at start-up; a bad value answers SYSTEM_ERROR with the reason),
-  unknown keys are kept and shown by GET_BROKER_CONFIG, as upstream's ``Configuration``
-  does. The DataVersion moves on; a ``brokerPermission`` change also moves the topic
-  DataVersion on and re-registers with every nameserver. Identity keys (listen port,
-  names, id, store root) are ignored: changing them on a running broker would break its
-  registration (upstream stores them for the next start).
+* UPDATE_BROKER_CONFIG: body = properties text, checked whole by ``config_update`` before
+  anything changes: an unknown key, a value that does not parse or is out of range, and
+  the store-layout and identity keys (segment sizes, paths, flush type; names, id, port)
+  answer SYSTEM_ERROR naming the key, where upstream answers SUCCESS and sometimes breaks
+  (see ``config_update``). Our keys update the live records; stock keys we do not
+  implement are kept and shown by GET_BROKER_CONFIG. The DataVersion moves on; a
+  ``brokerPermission`` change also moves the topic DataVersion on and re-registers with
+  every nameserver.
 * GET_BROKER_RUNTIME_INFO: KVTable with every key of ``prepareRuntimeInfo`` +
   ``StoreStatsService.getRuntimeInfo`` (all values strings; REMOTING.md 4.11).
 * GET_ALL_TOPIC_CONFIG, GET_TOPIC_STATS_INFO (one entry per write queue; TOPIC_NOT_EXIST
@@ -27,7 +28,6 @@ Success answers carry no remark, as upstream's ``setRemark(null)``.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import os
 from typing import TYPE_CHECKING, Any
@@ -58,9 +58,9 @@ from aiorocketmq.protocol.headers import (
     GetTopicStatsInfoRequestHeader,
     ViewBrokerStatsDataRequestHeader,
 )
-from aiorocketmq.server.store.config import MessageStoreConfig
 
-from ..config import STORE_KEYS, BrokerConfig, snake_to_camel, store_config_to_properties
+from ..config import store_config_to_properties
+from ..config_update import plan_config_update
 from ..stats import BrokerStatsManager
 
 if TYPE_CHECKING:
@@ -69,11 +69,6 @@ if TYPE_CHECKING:
 __all__ = ["AdminBrokerStatsProcessor", "handlers", "human_readable_bytes", "broker_stats_of"]
 
 log = get_logger("aiorocketmq.broker.admin")
-
-# Keys that name the broker or its files: applying them live would desynchronise the
-# registration and the store, so UPDATE_BROKER_CONFIG leaves them alone.
-_IDENTITY_KEYS = frozenset({"listenPort", "brokerName", "brokerClusterName", "brokerId",
-                            "storePathRootDir", "storePathCommitLog", "brokerIP1", "brokerIP2"})
 
 # BrokerConfig / thread-pool capacities upstream reports; we have no such pools.
 _SEND_QUEUE_CAPACITY = 10000
@@ -97,15 +92,6 @@ def broker_stats_of(controller: Any) -> BrokerStatsManager:
         stats = BrokerStatsManager(controller.config.broker_cluster_name)
         controller.stats = stats
     return stats  # type: ignore[no-any-return]
-
-
-def _broker_keys() -> dict[str, str]:
-    return {f.metadata["key"]: f.name for f in dataclasses.fields(BrokerConfig)}
-
-
-def _store_keys() -> dict[str, str]:
-    return {(STORE_KEYS.get(f.name) or snake_to_camel(f.name)): f.name
-            for f in dataclasses.fields(MessageStoreConfig)}
 
 
 class AdminBrokerStatsProcessor:
@@ -152,6 +138,8 @@ class AdminBrokerStatsProcessor:
                 props = string_to_properties(bytes(request.body).decode("utf-8", "replace"))
                 self._apply(props)
             except (ProtocolError, ValueError) as exc:
+                log.warning("broker.config_update_refused", peer=channel.remote_addr,
+                            reason=str(exc)[:300])
                 return request.create_response(ResponseCode.SYSTEM_ERROR, str(exc))
             self.config_version.next_version()
             if "brokerPermission" in props:
@@ -160,23 +148,9 @@ class AdminBrokerStatsProcessor:
         return request.create_response(ResponseCode.SUCCESS)
 
     def _apply(self, props: dict[str, str]) -> None:
-        """Validate every value first, then assign: a bad value changes nothing."""
-        broker_keys, store_keys = _broker_keys(), _store_keys()
-        live_broker, live_store = self._b.config, self._b.store_config
-        assignments: list[tuple[Any, str, Any]] = []
-        for key, value in props.items():
-            if key in _IDENTITY_KEYS:
-                log.warning("broker.config_key_not_live", key=key)
-                continue
-            if key in broker_keys:
-                probe: Any = BrokerConfig.from_properties({key: value})
-                assignments.append((live_broker, broker_keys[key], getattr(probe, broker_keys[key])))
-            elif key in store_keys:
-                probe = MessageStoreConfig.from_properties({key: value})
-                assignments.append((live_store, store_keys[key], getattr(probe, store_keys[key])))
-            else:
-                assignments.append((self.extra_config, key, value))
-        for target, name, value in assignments:
+        """Check every key first (``config_update``), then assign: a refused key changes nothing."""
+        plan = plan_config_update(props, self._b.config, self._b.store_config, self.extra_config)
+        for target, name, value in plan:
             if isinstance(target, dict):
                 target[name] = value
             else:
