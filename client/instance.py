@@ -198,6 +198,7 @@ class MQClientInstance:
         self._route_lock = asyncio.Lock()
         self._heartbeat_lock = asyncio.Lock()
         self._handler_tasks: set[asyncio.Task[Any]] = set()
+        self._heartbeat_soon_task: asyncio.Task[None] | None = None
         self.inner_producer: Producer | None = None
         self._register_processors()
 
@@ -323,6 +324,8 @@ class MQClientInstance:
             self._rebalance_later.cancel()
             self._rebalance_later = None
         tasks = self._tasks + list(self._handler_tasks)
+        if self._heartbeat_soon_task is not None:
+            tasks.append(self._heartbeat_soon_task)
         self._tasks = []
         for t in tasks:
             t.cancel()
@@ -625,6 +628,26 @@ class MQClientInstance:
                     self.broker_version_table.setdefault(name, {})[addr] = version
         finally:
             self._heartbeat_lock.release()
+
+    def heartbeat_soon(self) -> None:
+        """HEART_BEAT to every broker now, in the background; one such run at a time.
+
+        For a broker that answered a pull with SUBSCRIPTION_NOT_EXIST: it lost this client's
+        subscriptions (it restarted) and learns them again only from a heartbeat, which the
+        schedule sends up to ``heartbeat_broker_interval_ms`` (30 s) later. Upstream 4.9.7
+        waits for the schedule, re-pulling (and logging) every
+        ``pull_time_delay_ms_when_exception`` per queue meanwhile.
+        """
+        if self.state is not ServiceState.RUNNING or self._heartbeat_soon_task is not None:
+            return
+        self._heartbeat_soon_task = asyncio.get_running_loop().create_task(
+            self._heartbeat_soon_routine(), name=f"heartbeat_soon[{self.client_id}]")
+
+    async def _heartbeat_soon_routine(self) -> None:
+        try:
+            await self.send_heartbeat_to_all_brokers()
+        finally:
+            self._heartbeat_soon_task = None
 
     # -- broker-initiated requests (ClientRemotingProcessor) -------------------------------
 

@@ -105,6 +105,9 @@ CONSUMER_TIMEOUT_WHEN_SUSPEND = 30.0
 CONSUME_REQUEST_LATER = 5.0  # submitConsumeRequestLater
 MAX_TIME_CONSUME_CONTINUOUSLY = 60.0  # orderly: yield the worker after this long
 OFFSET_ILLEGAL_DELAY = 10.0
+# Pull answers meaning the broker does not have this client's subscription (restarted).
+_SUBSCRIPTION_LOST = frozenset({ResponseCode.SUBSCRIPTION_NOT_EXIST,
+                                ResponseCode.SUBSCRIPTION_NOT_LATEST})
 SEND_BACK_TIMEOUT = 5.0
 _UNIQ_KEY = MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX
 
@@ -697,8 +700,11 @@ class PushConsumer:
                         mq=str(req.message_queue), error=repr(exc))
         if isinstance(exc, MQBrokerError) and exc.code == ResponseCode.FLOW_CONTROL:
             self._pull_later(req, PULL_DELAY_BROKER_FLOW_CONTROL)
-        else:
-            self._pull_later(req, self.config.pull_time_delay_ms_when_exception / 1000)
+            return
+        if isinstance(exc, MQBrokerError) and exc.code in _SUBSCRIPTION_LOST \
+                and self.instance is not None:
+            self.instance.heartbeat_soon()  # the broker learns the subscription again
+        self._pull_later(req, self.config.pull_time_delay_ms_when_exception / 1000)
 
     def _on_pull_success(self, req: PullRequest, sd: SubscriptionData, result: PullResult) -> None:
         mq = req.message_queue
