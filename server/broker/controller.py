@@ -152,6 +152,7 @@ class BrokerController:
         self._offset_task: asyncio.Task[None] | None = None
         self.ha: HAService | None = None
         self.slave_sync = SlaveSynchronize(self)
+        self.fast_server: RemotingServer | None = None  # listenPort - 2, upstream's VIP channel
         self.access_validator: PlainAccessValidator | None = None
         self.acl_watcher: AclFileWatcher | None = None
         self._state = "new"
@@ -235,6 +236,7 @@ class BrokerController:
         self.metrics.attach(self)
         await self.metrics.start()
         await self.server.start_serving()
+        await self._start_fast_server(requested_port)
         await self.namesrv.register_broker_all()
         self.namesrv.start()
         self._offset_task = asyncio.get_running_loop().create_task(
@@ -254,6 +256,25 @@ class BrokerController:
         await self.ha.start(self.host, port)
         self.namesrv.ha_server_addr = f"{self.config.broker_ip2}:{self.ha.port}"
         self.namesrv.on_register_result = self._on_register_result
+
+    async def _start_fast_server(self, requested_port: int) -> None:
+        """Upstream's fastRemotingServer on listenPort - 2 (the "VIP channel"): stock brokers
+        call a master there (a stock slave's SlaveSynchronize uses ``brokerVIPChannel``).
+        Not with listenPort 0, and only a warning when the port is taken."""
+        if requested_port <= 2:
+            return
+        fast = RemotingServer(self.server.processors, host=self.host, port=requested_port - 2,
+                              default_handler=self.admin_processor.unknown if self.admin_processor else None,
+                              on_channel_close=self._on_channel_close,
+                              request_observer=self.metrics.observer,
+                              request_hook=self.server.request_hook)
+        try:
+            await fast.start()
+        except OSError as exc:
+            log.warning("broker.fast_port_unavailable", port=requested_port - 2, error=str(exc))
+            await fast.stop()
+            return
+        self.fast_server = fast
 
     def _on_register_result(self, ha_server_addr: str | None, master_addr: str | None) -> None:
         """``doRegisterBrokerAll``: a slave follows the master the nameserver names."""
@@ -318,6 +339,8 @@ class BrokerController:
             await _shutdown_step("namesrv", self.namesrv.unregister_broker_all())
         await _shutdown_step("housekeeping", self.housekeeping.stop())
         await _shutdown_step("slave_sync", self.slave_sync.stop())
+        if self.fast_server is not None:
+            await _shutdown_step("fast_server", self.fast_server.stop())
         await _shutdown_step("server", self.server.stop())
         await _shutdown_step("consumers", self.consumers.stop())
         # Before the offsets are written: the check pass moves CID_RMQ_SYS_TRANS offsets.
