@@ -70,7 +70,7 @@ def _broker_conf(compose: dict[str, Any], service: dict[str, Any]) -> dict[str, 
 
 def test_dockerfile_targets() -> None:
     text = (ROOT / "Dockerfile").read_text()
-    assert re.search(r"^FROM python:3\.11-slim AS server$", text, re.MULTILINE)
+    assert re.search(r"^FROM python:3\.11-slim-bookworm AS server$", text, re.MULTILINE)
     assert _dockerfile_targets() == {"server", "spark"}
     spark_stage = text.split("AS spark", 1)[1]
     assert "openjdk-17-jre-headless" in spark_stage and ".[spark]" in spark_stage
@@ -81,7 +81,7 @@ def test_dockerfile_targets() -> None:
 
 def test_services_build_targets_and_network(compose: dict[str, Any]) -> None:
     services = compose["services"]
-    assert set(services) == {"namesrv", "broker-a", "broker-b", *SPARK_SERVICES}
+    assert set(services) == {"namesrv", "broker-a", "broker-b", "topics", *SPARK_SERVICES}
     targets = _dockerfile_targets()
     subnet = ipaddress.ip_network(compose["networks"]["rocketmq"]["ipam"]["config"][0]["subnet"])
     ips = set()
@@ -202,3 +202,113 @@ def test_brokers_register_with_the_namesrv_service(compose: dict[str, Any]) -> N
 def test_named_volumes_are_used(compose: dict[str, Any]) -> None:
     used = {v.split(":")[0] for svc in compose["services"].values() for v in svc.get("volumes", [])}
     assert used == set(compose["volumes"])
+
+
+# Binary packages of the Debian releases a python:*-slim-<codename> base can be, for the
+# packages the Dockerfile installs (packages.debian.org). Trixie (13) has no OpenJDK 17.
+DEBIAN_PACKAGES = {
+    "bookworm": {"openjdk-17-jre-headless", "openjdk-17-jdk-headless", "default-jre-headless"},
+    "trixie": {"openjdk-21-jre-headless", "openjdk-25-jre-headless", "default-jre-headless"},
+}
+
+
+def _base_release() -> str:
+    text = (ROOT / "Dockerfile").read_text()
+    (base,) = re.findall(r"^FROM\s+python:\S+?-slim-(\w+)\s+AS server$", text, re.MULTILINE)
+    return base
+
+
+def _apt_installed() -> list[str]:
+    text = (ROOT / "Dockerfile").read_text().replace("\\\n", " ")
+    out: list[str] = []
+    for line in re.findall(r"apt-get install ([^&\n]+)", text):
+        out.extend(w for w in line.split() if not w.startswith("-"))
+    return out
+
+
+def test_dockerfile_pins_a_release_that_has_its_packages() -> None:
+    # python:3.11-slim moved to Debian 13, where openjdk-17-jre-headless does not exist:
+    # the base names its release, and each installed package exists in that release.
+    release = _base_release()
+    packages = _apt_installed()
+    assert packages == ["openjdk-17-jre-headless"]
+    assert release in DEBIAN_PACKAGES, release
+    missing = [p for p in packages if p not in DEBIAN_PACKAGES[release]]
+    assert not missing, f"not in Debian {release}: {missing}"
+
+
+def test_dockerfile_packages_in_this_machines_apt_cache() -> None:
+    # Cross-check of the table on a machine of the same release with apt lists (offline:
+    # apt-cache reads the local lists only); skipped elsewhere.
+    import shutil
+    import subprocess
+
+    os_release = Path("/etc/os-release")
+    codename = ""
+    if os_release.exists():
+        for line in os_release.read_text().splitlines():
+            if line.startswith("VERSION_CODENAME="):
+                codename = line.split("=", 1)[1].strip()
+    if codename != _base_release() or shutil.which("apt-cache") is None:
+        pytest.skip(f"not a Debian {_base_release()} machine")
+    lists = Path("/var/lib/apt/lists")
+    if not lists.is_dir() or not any(lists.glob("*Packages*")):
+        pytest.skip("no apt package lists here")
+    for pkg in _apt_installed():
+        show = subprocess.run(["apt-cache", "show", "--no-all-versions", pkg],
+                              capture_output=True, text=True, timeout=60)
+        assert show.returncode == 0 and f"Package: {pkg}" in show.stdout, pkg
+
+
+def test_dockerfile_java_home_and_mount_points() -> None:
+    text = (ROOT / "Dockerfile").read_text()
+    (java_home,) = re.findall(r"JAVA_HOME=(\S+)", text)
+    assert "amd64" not in java_home and "arm64" not in java_home
+    assert "ln -s" in text and java_home in text.split("ENV JAVA_HOME", 1)[0]
+    # Every volume mount point of the compose file exists in the image, owned by uid 10001.
+    compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+    mounts = {v.split(":", 1)[1] for svc in compose["services"].values()
+              for v in svc.get("volumes", ())}
+    assert mounts == {"/home/rocketmq/store", "/home/rocketmq/namesrv",
+                      "/home/rocketmq/checkpoint"}
+    created = re.search(r"mkdir -p ([^\\&\n]+)", text)
+    assert created is not None
+    assert mounts <= set(created.group(1).split())
+    assert "chown -R rocketmq /home/rocketmq" in text and "--uid 10001" in text
+
+
+def test_healthchecks_gate_the_start_order(compose: dict[str, Any]) -> None:
+    services = compose["services"]
+    ns = services["namesrv"]["healthcheck"]["test"]
+    assert ns[:3] == ["CMD", "mqadmin", "getNamesrvConfig"]
+    assert _option(ns, "-n") == "127.0.0.1:9876"
+    for name in ("broker-a", "broker-b"):
+        svc = services[name]
+        test = svc["healthcheck"]["test"]
+        port = _broker_conf(compose, svc)["listenPort"]
+        assert test[:3] == ["CMD", "mqadmin", "brokerStatus"]
+        assert _option(test, "-b") == f"127.0.0.1:{port}"
+        assert svc["depends_on"] == {"namesrv": {"condition": "service_healthy"}}
+    driver = services["spark-driver"]["depends_on"]
+    assert driver["broker-a"] == driver["broker-b"] == {"condition": "service_healthy"}
+
+
+def test_pipeline_source_topic_is_created_before_the_job(compose: dict[str, Any]) -> None:
+    services = compose["services"]
+    topics, driver = services["topics"], services["spark-driver"]
+    cmd = topics["command"]
+    assert cmd[:2] == ["mqadmin", "updateTopic"]
+    assert _option(cmd, "-t") == _option(driver["command"], "--source-topic") == "PipelineIn"
+    assert _option(cmd, "-n") == _option(driver["command"], "--name-server") == "namesrv:9876"
+    assert _option(cmd, "-c") == _broker_conf(compose, services["broker-a"])["brokerClusterName"]
+    assert topics["restart"] == "no"
+    assert driver["depends_on"]["topics"] == {"condition": "service_completed_successfully"}
+    assert set(topics["depends_on"]) == {"broker-a", "broker-b"}
+
+
+def test_volumes_keep_the_data(compose: dict[str, Any]) -> None:
+    services = compose["services"]
+    assert services["namesrv"]["volumes"] == ["namesrv-data:/home/rocketmq/namesrv"]
+    named = {v.split(":", 1)[0] for svc in services.values() for v in svc.get("volumes", ())}
+    assert named == set(compose["volumes"]) == {"namesrv-data", "broker-a-store",
+                                                "broker-b-store", "spark-checkpoint"}
