@@ -45,6 +45,7 @@ from aiorocketmq.client.config import ClientConfig
 from aiorocketmq.client.remoting import RemotingClient
 from aiorocketmq.client.sync import LoopThread
 from aiorocketmq.logs import get_logger
+from aiorocketmq.protocol.acl import SessionCredentials
 from aiorocketmq.protocol.bodies import (
     ConsumerData,
     HeartbeatData,
@@ -91,14 +92,17 @@ class RouteView:
 class RocketMQLink:
     """Async RocketMQ calls for the connector (see module docstring)."""
 
-    def __init__(self, name_server: str, *, timeout_ms: int = 10_000) -> None:
+    def __init__(self, name_server: str, *, timeout_ms: int = 10_000,
+                 credentials: SessionCredentials | None = None) -> None:
         # A unique instance name per link: two queries of one driver process joining the
         # same group must be two consumers (clientId = ip@instance, REMOTING.md 4.6).
         instance = f"spark-{os.getpid()}-{uuid.uuid4().hex[:12]}"
-        self.config = ClientConfig(namesrv_addr=name_server, instance_name=instance,
-                                   mq_client_api_timeout_ms=timeout_ms)
+        self.config = ClientConfig(
+            namesrv_addr=name_server, instance_name=instance, mq_client_api_timeout_ms=timeout_ms,
+            access_key=None if credentials is None else credentials.access_key,
+            secret_key=None if credentials is None else credentials.secret_key)
         self.client_id = self.config.build_client_id()
-        self.remoting = RemotingClient()
+        self.remoting = RemotingClient(rpc_hook=self.config.build_rpc_hook())
         self.remoting.update_namesrv_address_list(self.config.namesrv_addresses)
         self.api = MQClientAPI(self.remoting, self.config)
         self.timeout = timeout_ms / 1000
@@ -339,19 +343,23 @@ class BlockingLink(LoopThread):
     Args:
         name_server: ``host:port[;host:port]``.
         timeout_ms: budget of each RocketMQ call.
+        credentials: ACL access key and secret (options accessKey / secretKey), or None.
     """
 
     close_timeout = 30.0  # a task or the driver never hangs on a broker that stopped answering
 
-    def __init__(self, name_server: str, *, timeout_ms: int = 10_000) -> None:
+    def __init__(self, name_server: str, *, timeout_ms: int = 10_000,
+                 credentials: SessionCredentials | None = None) -> None:
         super().__init__("rocketmq-spark-link")
         self._name_server = name_server
+        self._credentials = credentials
         self._timeout_ms = timeout_ms
         self._link: RocketMQLink | None = None
         self._routine_task: asyncio.Task[None] | None = None
 
     async def _aopen(self) -> None:
-        self._link = RocketMQLink(self._name_server, timeout_ms=self._timeout_ms)
+        self._link = RocketMQLink(self._name_server, timeout_ms=self._timeout_ms,
+                                  credentials=self._credentials)
 
     async def _aclose(self) -> None:
         task, self._routine_task = self._routine_task, None

@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
+from aiorocketmq.protocol.acl import SessionCredentials
 from aiorocketmq.protocol.errors import MQClientError
 from aiorocketmq.protocol.filter import FilterError, compile_sql92
 
@@ -46,13 +47,14 @@ DEFAULT_READER_GROUP = "spark-rocketmq-reader"
 DEFAULT_PRODUCER_GROUP = "spark-rocketmq-writer"
 
 _SOURCE_KEYS = (
+    "accessKey", "secretKey",
     "nameServer", "topic", "topicPattern", "subExpression", "expressionType", "startingOffsets",
     "startingTimestamp", "endingOffsets", "maxOffsetsPerTrigger", "minOffsetsPerTrigger",
     "maxTriggerDelay", "minPartitions", "failOnDataLoss", "pullBatchSize", "pullTimeoutMs",
     "consumerGroup", "assignment", "commitOffsetsToGroup", "includeProperties", "bodyFormat",
     "bodySchema",
 )
-_SINK_KEYS = ("nameServer", "topic", "producerGroup", "sendTimeoutMs", "async", "maxInFlight",
+_SINK_KEYS = ("accessKey", "secretKey", "nameServer", "topic", "producerGroup", "sendTimeoutMs", "async", "maxInFlight",
               "bodyFormat")
 # Options Spark itself puts in the map (load/save paths, writeStream's checkpoint).
 _IGNORED_KEYS = frozenset({"path", "checkpointlocation", "queryname"})
@@ -97,6 +99,8 @@ class SourceOptions:
     body_schema: str | None = None  # the bodySchema DDL, as given
     body_fields_json: str | None = None  # bodySchema as Spark parsed it (set by the readers)
     expression_type: str = "TAG"  # of sub_expression: TAG or SQL92
+    # accessKey / secretKey: ACL signing (protocol/acl.py); the secret is never in a repr
+    credentials: SessionCredentials | None = None
 
     @property
     def reader_group(self) -> str:
@@ -115,6 +119,7 @@ class SinkOptions:
     async_send: bool
     max_in_flight: int
     body_format: BodyFormat = "raw"
+    credentials: SessionCredentials | None = None  # accessKey / secretKey
 
 
 class _Reader:
@@ -177,6 +182,16 @@ class _Reader:
         if low not in ("true", "false"):
             raise MQClientError(f"option {name}={raw!r} must be 'true' or 'false'")
         return low == "true"
+
+
+def _credentials(r: _Reader) -> SessionCredentials | None:
+    """``accessKey`` and ``secretKey`` (both or neither): every request is then signed."""
+    ak, sk = r.get("accessKey"), r.get("secretKey")
+    if ak is None and sk is None:
+        return None
+    if not ak or not sk:
+        raise MQClientError("options accessKey and secretKey go together (one is missing)")
+    return SessionCredentials(ak, sk)
 
 
 def parse_source_options(options: Mapping[str, str], *, streaming: bool) -> SourceOptions:
@@ -267,6 +282,7 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool) -> Sour
                                 f"selector: {exc.remark}") from exc
 
     return SourceOptions(
+        credentials=_credentials(r),
         name_server=name_server,
         topics=topics,
         topic_pattern=pattern,
@@ -299,6 +315,7 @@ def parse_sink_options(options: Mapping[str, str]) -> SinkOptions:
     """
     r = _Reader(options, _SINK_KEYS)
     return SinkOptions(
+        credentials=_credentials(r),
         name_server=r.require("nameServer"),
         topic=r.get("topic"),
         producer_group=r.get("producerGroup") or DEFAULT_PRODUCER_GROUP,

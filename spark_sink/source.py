@@ -60,6 +60,7 @@ from pyspark.sql.streaming.datasource import (
 )
 
 from aiorocketmq.logs import get_logger
+from aiorocketmq.protocol.acl import SessionCredentials
 from aiorocketmq.protocol.errors import RemotingError
 
 from .body_format import BodyDecoder, BodyFormat, check_body_fields
@@ -102,13 +103,14 @@ class ReadSettings:
     body_format: BodyFormat = "raw"
     body_fields_json: str | None = None
     expression_type: str = "TAG"
+    credentials: SessionCredentials | None = None  # pickled; its repr hides the secret
 
     @classmethod
     def of(cls, opts: SourceOptions) -> ReadSettings:
         return cls(opts.name_server, opts.reader_group, opts.sub_expression,
                    opts.pull_batch_size, opts.pull_timeout_ms, opts.fail_on_data_loss,
                    opts.include_properties, opts.body_format, opts.body_fields_json,
-                   opts.expression_type)
+                   opts.expression_type, opts.credentials)
 
 
 class QueueRangePartition(InputPartition):
@@ -127,7 +129,8 @@ def read_partition(partition: QueueRangePartition) -> Iterator[pa.RecordBatch]:
     """Pull the partition's range and yield it as Arrow batches (executor side)."""
     s = partition.settings
     key = partition.queue
-    with BlockingLink(s.name_server, timeout_ms=s.pull_timeout_ms) as blocking:
+    with BlockingLink(s.name_server, timeout_ms=s.pull_timeout_ms,
+                      credentials=s.credentials) as blocking:
         next_chunk = blocking.run(blocking.link.read_range(
             partition.broker_addr, key, partition.start, partition.end, group=s.group,
             sub_expression=s.sub_expression, batch=s.pull_batch_size,
@@ -171,7 +174,8 @@ class _Planner:
     def blocking(self) -> BlockingLink:
         if self._blocking is None:
             self._blocking = BlockingLink(self.opts.name_server,
-                                          timeout_ms=self.opts.pull_timeout_ms).open()
+                                          timeout_ms=self.opts.pull_timeout_ms,
+                                          credentials=self.opts.credentials).open()
         return self._blocking
 
     def close(self) -> None:
