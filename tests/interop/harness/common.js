@@ -123,6 +123,9 @@ function clientOptions(config) {
     heartbeatBrokerInterval: config.heartbeatBrokerIntervalMs || 5000,
     rebalanceInterval: config.rebalanceIntervalMs || 1000,
     persistConsumerOffsetInterval: config.persistConsumerOffsetIntervalMs || 1000,
+    // ACL: ali-ons signs every request (AccessKey, OnsChannel, Signature) when both are set
+    accessKey: config.accessKey,
+    secretKey: config.secretKey,
   };
 }
 
