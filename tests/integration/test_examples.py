@@ -34,3 +34,29 @@ def test_quickstart_produces_and_consumes_then_resumes(tmp_path: Path) -> None:
     assert "done: produced 9 messages and consumed 9" in second
     offsets = [int(x) for x in re.findall(r"consumed\s+queue=\d+ offset=(\d+)", second)]
     assert len(offsets) == 9 and max(offsets) >= 1
+
+
+def test_spark_pipeline_missing_source_topic_is_one_line(tmp_path: Path) -> None:
+    # It used to die with a 141-line JVM/py4j trace once Spark had started; now the topic
+    # is looked up first (no Spark needed for this test).
+    from tests.procs import namesrv_process
+
+    ns = namesrv_process(tmp_path).start()
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "examples.spark_pipeline", "--name-server", ns.address,
+             "--source-topic", "NoSuchPipelineIn", "--available-now",
+             "--checkpoint", str(tmp_path / "ckpt")],
+            cwd=REPO, capture_output=True, text=True, timeout=120)
+    finally:
+        ns.stop()
+    assert proc.returncode == 1 and proc.stdout == ""
+    assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert "NoSuchPipelineIn" in proc.stderr and "mqadmin updateTopic" in proc.stderr
+
+
+def test_spark_pipeline_help_describes_every_option() -> None:
+    from examples.spark_pipeline import build_parser
+
+    for action in build_parser()._actions:
+        assert action.help, action.option_strings

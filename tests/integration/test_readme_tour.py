@@ -91,6 +91,13 @@ def test_the_tour_runs_as_written(tmp_path: Path) -> None:
         assert "TourTopic" in by_name["mqadmin consumerProgress"]
         rows = by_name["mqadmin queryMsgByKey"].strip().splitlines()
         assert rows[0].startswith("#Message ID") and len(rows) == 2, rows  # one message has key order-1
+        # The job's summary line: rows read (the tour sent 2), batches, messages written.
+        summary = re.search(r"spark_pipeline: read (\d+) rows from TourTopic in (\d+) "
+                            r"micro-batches, wrote (\d+) messages to PipelineOut",
+                            by_name["spark_pipeline"])
+        assert summary is not None, by_name["spark_pipeline"]
+        read, batches, written = (int(x) for x in summary.groups())
+        assert read == 2 and batches >= 1 and written >= 1, summary.group(0)
         # The Spark job published its per-tag counts to PipelineOut.
         published = run(f"{BIN}/mqadmin consumeMessage -n {addr} -t PipelineOut -c 10")
         assert '"tag": "TagA"' in published or '"tag":"TagA"' in published, published
