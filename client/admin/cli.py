@@ -135,6 +135,11 @@ def format_cluster_list(info: ClusterInfo, runtime: dict[str, dict[str, str]],
 
     ``runtime`` maps broker address -> its GET_BROKER_RUNTIME_INFO table (absent when
     the broker did not answer: its TPS columns show 0).
+
+    Not upstream: each row also has ``role`` (MASTER for brokerId 0, else SLAVE) and, for
+    a slave, ``replicationLagBytes`` (its master's commitLogMaxOffset minus its own; None
+    when either did not answer); when the cluster has slaves, a ``#Role`` / ``#Lag`` table
+    follows the stock one.
     """
     fmt = "%-16s  %-22s  %-4s  %-22s %-16s %19s %19s %10s %5s %6s\n"
     lines = [fmt % ("#Cluster Name", "#Broker Name", "#BID", "#Addr", "#Version",
@@ -164,6 +169,8 @@ def format_cluster_list(info: ClusterInfo, runtime: dict[str, dict[str, str]],
                     "pageCacheLockTimeMills": kv.get("pageCacheLockTimeMills", ""),
                     "hour": hour, "space": space,
                 }
+                row["role"] = "MASTER" if bid == 0 else "SLAVE"
+                row["replicationLagBytes"] = _replication_lag(runtime, bd.broker_addrs, bid)
                 rows.append(row)
                 lines.append(fmt % (
                     cluster, name, bid, addr, row["version"],
@@ -172,7 +179,26 @@ def format_cluster_list(info: ClusterInfo, runtime: dict[str, dict[str, str]],
                     "%9.2f(%s,%sms)" % (tps_out, row["pullThreadPoolQueueSize"],
                                         kv.get("pullThreadPoolQueueHeadWaitTimeMills", "")),
                     row["pageCacheLockTimeMills"], "%2.2f" % hour, "%.4f" % space))
+    slaves = [r for r in rows if r["role"] == "SLAVE"]
+    if slaves:
+        ha_fmt = "%-22s  %-4s  %-6s  %-22s %14s\n"
+        lines.append("\n" + ha_fmt % ("#Broker Name", "#BID", "#Role", "#Addr", "#Lag(bytes)"))
+        for r in rows:
+            lag = r["replicationLagBytes"]
+            lines.append(ha_fmt % (r["brokerName"], r["brokerId"], r["role"], r["addr"],
+                                   "-" if lag is None else lag))
     return rows, "".join(lines)
+
+
+def _replication_lag(runtime: dict[str, dict[str, str]], addrs: dict[int, str], bid: int) -> int | None:
+    """A slave's commit-log bytes behind its master, from both runtime infos."""
+    if bid == 0 or 0 not in addrs:
+        return None
+    master = runtime.get(addrs[0], {}).get("commitLogMaxOffset", "")
+    slave = runtime.get(addrs[bid], {}).get("commitLogMaxOffset", "")
+    if not (master.isdigit() and slave.isdigit()):
+        return None
+    return max(int(master) - int(slave), 0)
 
 
 def _first_double(text: str) -> float:

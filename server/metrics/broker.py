@@ -19,6 +19,9 @@ Families (all bounded by the registry's ``max_series``, overflow folded into ``o
 * ``rocketmq_connections{role}``: client connections, ``consumer`` if the channel belongs to
   a consumer group, else ``producer`` if to a producer group, else ``other`` (tools, and
   clients before their first heartbeat); each connection is counted once.
+* ``rocketmq_ha_slave_lag_bytes{slave}``, ``rocketmq_ha_slave_connections``: on a master,
+  each connected slave's unacknowledged commit-log bytes (server/store/ha);
+  ``rocketmq_ha_sync_wait_seconds``: how long SYNC_MASTER sends waited for a slave's ack.
 * ``rocketmq_requests_total{code}``, ``rocketmq_responses_total{code}``: remoting.py.
 
 Upstream has no Prometheus endpoint in 4.9.x: its exporter (Apache ``rocketmq-exporter``) is
@@ -145,6 +148,20 @@ class BrokerMetrics(ServerMetrics):
         ExporterFamilies(broker, append_series).register(registry)
         store.append_observer = append_series.observe
         broker.pull_hold.wake_observer = wake.labels().observe
+        ha = broker.ha
+        if ha is not None:
+            # Replication (server/store/ha): a master's view of each connected slave.
+            registry.gauge_func(
+                "rocketmq_ha_slave_lag_bytes",
+                "Commit-log bytes a connected slave has not acknowledged yet, by slave address.",
+                ("slave",), lambda: [((s.addr,), s.lag_bytes) for s in ha.slaves()], max_series=32)
+            registry.gauge_func(
+                "rocketmq_ha_slave_connections", "Slaves connected to this master's HA port.", (),
+                lambda: [((), ha.connection_count)])
+            sync_wait = registry.histogram(
+                "rocketmq_ha_sync_wait_seconds",
+                "SYNC_MASTER: time a send waited for a slave's acknowledgement (or its timeout).")
+            ha.group_transfer.wait_observer = sync_wait.labels().observe
 
 
 def _consumer_lag(broker: BrokerController) -> Iterator[Sample]:

@@ -10,6 +10,7 @@ attached, SLAVE_NOT_AVAILABLE once it is gone.
 from __future__ import annotations
 
 import asyncio
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -22,6 +23,7 @@ from aiorocketmq.protocol.codes import RequestCode, ResponseCode
 from aiorocketmq.protocol.command import RemotingCommand
 from aiorocketmq.protocol.message import Message, decode_messages, encode_batch
 from tests.integration.test_broker_send_pull import TIMEOUT, pull, pull_header, send
+from tests.integration.test_metrics import matching, metrics_address, sample, scrape
 from tests.procs import ServerProcess, broker_process
 
 pytestmark = pytest.mark.timeout(120)
@@ -82,7 +84,9 @@ def body_of(i: int) -> bytes:
 async def test_sync_master_and_slave_byte_identical(tmp_path: Path, namesrv: ServerProcess,
                                                     server_factory: Factory) -> None:
     master = server_factory(broker_process(tmp_path, namesrv.address, name="master",
-                                           conf=ha_conf("SYNC_MASTER", 0)))
+                                           conf=ha_conf("SYNC_MASTER", 0),
+                                           extra=("--metrics-port", "0")))
+    master_metrics = metrics_address(master)
     client = RemotingClient()
     try:
         # Before any slave: SYNC_MASTER stores and answers SLAVE_NOT_AVAILABLE (isSlaveOK).
@@ -111,6 +115,20 @@ async def test_sync_master_and_slave_byte_identical(tmp_path: Path, namesrv: Ser
             assert r.code == ResponseCode.SUCCESS, (i, r.code, r.remark)
         end = await wait_caught_up(client, master.address, slave.address)
         assert end > before
+
+        # Operations: the master's metrics and mqadmin clusterList show the slave.
+        fams = await scrape(master_metrics)
+        assert sample(fams, "rocketmq_ha_slave_connections") == 1
+        assert [v for _, v in matching(fams, "rocketmq_ha_slave_lag_bytes")] == [0]
+        assert sample(fams, "rocketmq_ha_sync_wait_seconds_count") >= 290
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "aiorocketmq.client.admin.cli", "clusterList", "-n", namesrv.address,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        out, err = await proc.communicate()
+        assert proc.returncode == 0, err
+        rows = [ln.split() for ln in out.decode().splitlines() if ln.startswith(GROUP)]
+        assert [GROUP, "1", "SLAVE", slave.address, "0"] in rows, out.decode()
+        assert [GROUP, "0", "MASTER", master.address, "-"] in rows
 
         m_files = commit_log_files(tmp_path / "master")
         s_files = commit_log_files(tmp_path / "slave")
