@@ -33,7 +33,8 @@ import org.apache.rocketmq.common.protocol.heartbeat.MessageModel;
  * yyyyMMddHHmmss|millis], --broadcast, --pull-batch-size. Push: --consume-threads (default 4),
  * --reconsume-pattern REGEX (keys that match are refused: RECONSUME_LATER for a concurrent
  * listener, SUSPEND_CURRENT_QUEUE_A_MOMENT for an orderly one) --reconsume-times K (refuse only
- * while reconsumeTimes &lt; K; default: always), --max-reconsume-times, --suspend-ms.
+ * while reconsumeTimes &lt; K; default: always), --max-reconsume-times, --suspend-ms,
+ * --expect-deliveries D (also wait for D deliveries in all, refused ones included).
  * lite-pull-assign-seek: --seek begin|end|OFFSET (default begin), --commit (commitSync at the end).
  * pull-consumer: --from-offset (default 0), --max-nums (default 32).
  */
@@ -46,13 +47,15 @@ final class Consumers {
         final Set<String> accepted = ConcurrentHashMap.newKeySet();
         final AtomicInteger deliveries = new AtomicInteger();
         final int target;
+        /** --expect-deliveries: also wait until this many deliveries (refused ones included). */
+        volatile int minDeliveries;
 
         Tracker(int target) {
             this.target = target;
         }
 
         void delivered(MessageExt m, String result, boolean accept) {
-            deliveries.incrementAndGet();
+            int n = deliveries.incrementAndGet();
             Map<String, Object> e = Messages.received("received", m);
             if (result != null) {
                 e.put("consumeResult", result);
@@ -60,6 +63,11 @@ final class Consumers {
             Json.emit(e);
             if (accept) {
                 accept(m.getMsgId());
+            }
+            if (minDeliveries > 0 && n >= minDeliveries) {
+                synchronized (this) {
+                    notifyAll();
+                }
             }
         }
 
@@ -72,7 +80,7 @@ final class Consumers {
         }
 
         synchronized boolean reached() {
-            return target > 0 && accepted.size() >= target;
+            return target > 0 && accepted.size() >= target && deliveries.get() >= minDeliveries;
         }
 
         /** Wait for the target (or, with no target, for the deadline); false on timeout. */
@@ -111,6 +119,7 @@ final class Consumers {
         int maxReconsume = o.integer("max-reconsume-times", -2);
         long suspendMs = o.lng("suspend-ms", 200);
         int pullBatch = o.integer("pull-batch-size", 32);
+        int expectDeliveries = o.integer("expect-deliveries", 0);
 
         DefaultMQPushConsumer consumer = new DefaultMQPushConsumer(c.group, c.rpcHook,
             new AllocateMessageQueueAveragely());
@@ -126,6 +135,7 @@ final class Consumers {
         }
         consumer.subscribe(topic, sub);
         Tracker t = new Tracker(c.count);
+        t.minDeliveries = expectDeliveries;
         if (orderly) {
             consumer.registerMessageListener((MessageListenerOrderly) (msgs, ctx) -> {
                 ctx.setSuspendCurrentQueueTimeMillis(suspendMs);
