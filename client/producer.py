@@ -70,6 +70,7 @@ from aiorocketmq.protocol.message import (
 from .api import SendResult, SendStatus
 from .config import ClientConfig
 from .instance import FAQ_URL, MQClientInstance, ServiceState
+from .trace import AsyncTraceDispatcher, TraceContext, Tracer
 
 __all__ = [
     "Producer",
@@ -381,6 +382,9 @@ class Producer:
         max_message_size: body limit checked before sending (4 MiB).
         send_latency_fault_enable: latency-aware broker avoidance.
         create_topic_key / default_topic_queue_nums: auto-creation template (6.7).
+        enable_msg_trace / trace_topic: record a ``Pub`` trace record of every send on
+            ``trace_topic`` (default ``RMQ_SYS_TRACE_TOPIC``), as a stock producer with
+            ``enableMsgTrace`` (``client.trace``).
     """
 
     def __init__(
@@ -401,11 +405,16 @@ class Producer:
         send_latency_fault_enable: bool = False,
         create_topic_key: str = SystemTopic.AUTO_CREATE_TOPIC_KEY,
         default_topic_queue_nums: int = 4,
+        enable_msg_trace: bool = False,
+        trace_topic: str | None = None,
         _instance: MQClientInstance | None = None,
     ) -> None:
         self.config = (config or ClientConfig()).with_options(
             namesrv_addr=namesrv_addr, namespace=namespace, instance_name=instance_name)
         self.group = group
+        self.enable_msg_trace = enable_msg_trace
+        self.trace_topic = trace_topic
+        self._tracer: Tracer | None = None
         if send_msg_timeout_ms <= 0 or retry_times_when_send_failed < 0 \
                 or retry_times_when_send_async_failed < 0 or max_message_size <= 0:
             raise MQClientError("Producer: timeouts and sizes must be positive, retries >= 0")
@@ -461,6 +470,14 @@ class Producer:
         self._loop = asyncio.get_running_loop()
         self.state = ServiceState.RUNNING
         await self.instance.send_heartbeat_to_all_brokers()
+        if self.enable_msg_trace:
+            dispatcher = AsyncTraceDispatcher(self.group, "PRODUCE", self.trace_topic, self.config)
+            try:
+                await dispatcher.start()
+            except BaseException:
+                await self.shutdown()
+                raise
+            self._tracer = Tracer(dispatcher, self.group, self.config.without_namespace)
         log.info("client.producer.started", group=self.group, client_id=self.instance.client_id)
 
     async def shutdown(self) -> None:
@@ -475,6 +492,9 @@ class Producer:
         self.state = ServiceState.SHUTDOWN_ALREADY
         if self._async_tasks:
             await asyncio.gather(*list(self._async_tasks), return_exceptions=True)
+        if self._tracer is not None:
+            await self._tracer.dispatcher.stop()
+            self._tracer = None
         inst = self.instance
         assert inst is not None
         await inst.unregister_producer(self.group)
@@ -801,6 +821,21 @@ class Producer:
         if mode == _MODE_ONEWAY:
             return inst.api.send_message_oneway(addr, msg, body, header, remaining)
         uniq_ids = [m.properties[_UNIQ_KEY] for m in members] if members is not None else None
-        return inst.api.send_message(addr, mq.broker_name, msg, body, header, remaining,
-                                     uniq_ids)
+        sending = inst.api.send_message(addr, mq.broker_name, msg, body, header, remaining,
+                                        uniq_ids)
+        tracer = self._tracer
+        if tracer is not None:
+            trace = tracer.send_before(msg, addr, len(body))
+            if trace is not None:
+                return self._traced_send(sending, tracer, trace)
+        return sending
+
+    @staticmethod
+    async def _traced_send(sending: Awaitable[SendResult | None], tracer: Tracer,
+                           trace: TraceContext) -> SendResult | None:
+        """One traced attempt: its ``Pub`` record once the broker answered (upstream
+        ``sendMessageAfter``; a failed attempt records nothing)."""
+        result = await sending
+        tracer.send_after(trace, result)
+        return result
 

@@ -85,6 +85,8 @@ from .rebalance import (
     parse_consume_timestamp,
 )
 from .selector import Selector, check_broker_version, subscription_data
+from .trace import AsyncTraceDispatcher, Tracer
+from .trace.data import ConsumeReturnType
 
 __all__ = [
     "PushConsumer",
@@ -148,6 +150,18 @@ class ConsumeOrderlyContext:
 MessageListener = Callable[[list[MessageExt], Any], Any]
 
 
+CONSUME_TIMEOUT_S = 15 * 60  # consumeTimeout (15 minutes): a slower listener is TIME_OUT
+
+
+def _return_type(status: object, raised: bool, began: float, *ok: object) -> ConsumeReturnType:
+    """``ConsumeReturnType`` of one listener call, as the consume services work it out."""
+    if status is None:
+        return ConsumeReturnType.EXCEPTION if raised else ConsumeReturnType.RETURNNULL
+    if time.monotonic() - began >= CONSUME_TIMEOUT_S:
+        return ConsumeReturnType.TIME_OUT
+    return ConsumeReturnType.SUCCESS if status in ok else ConsumeReturnType.FAILED
+
+
 class _ConsumeRequest:
     __slots__ = ("msgs", "pq", "mq")
 
@@ -175,6 +189,9 @@ class PushConsumer:
         suspend_current_queue_time_ms: orderly re-delivery delay.
         await_termination: seconds ``shutdown`` lets running listeners finish.
         local_offset_dir: base directory of broadcasting offsets.
+        enable_msg_trace / trace_topic: record SubBefore / SubAfter trace records of every
+            consumed message on ``trace_topic`` (default ``RMQ_SYS_TRACE_TOPIC``), as a stock
+            consumer with ``enableMsgTrace`` (``client.trace``).
     """
 
     def __init__(
@@ -203,10 +220,15 @@ class PushConsumer:
         post_subscription_when_pull: bool = False,
         await_termination: float = 10.0,
         local_offset_dir: str | None = None,
+        enable_msg_trace: bool = False,
+        trace_topic: str | None = None,
     ) -> None:
         self.config = (config or ClientConfig()).with_options(
             namesrv_addr=namesrv_addr, namespace=namespace, instance_name=instance_name)
         self.group = self.config.with_namespace(group)
+        self.enable_msg_trace = enable_msg_trace
+        self.trace_topic = trace_topic
+        self._tracer: Tracer | None = None
         self.message_model = message_model
         self.consume_from_where = consume_from_where
         self.consume_timestamp = consume_timestamp or time.strftime(
@@ -376,6 +398,11 @@ class PushConsumer:
             await inst.update_topic_route(topic)
         try:
             await inst.check_client_in_broker(self.group, self)
+            if self.enable_msg_trace:
+                dispatcher = AsyncTraceDispatcher(self.group, "CONSUME", self.trace_topic,
+                                                  self.config)
+                await dispatcher.start()
+                self._tracer = Tracer(dispatcher, self.group, self.config.without_namespace)
         except BaseException:
             # as DefaultMQPushConsumerImpl.start: a broker that cannot filter this way fails
             # the start (MQBrokerError with the broker's code and remark)
@@ -424,6 +451,9 @@ class PushConsumer:
         await self.persist_consumer_offset()
         await inst.unregister_consumer(self.group)
         await self.rebalance.destroy()
+        if self._tracer is not None:
+            await self._tracer.dispatcher.stop()
+            self._tracer = None
         await inst.release()
         log.info("client.push_consumer.shutdown", group=self.group)
 
@@ -814,9 +844,13 @@ class PushConsumer:
             return
         ctx = ConsumeConcurrentlyContext(mq)
         self._reset_retry_and_namespace(msgs)
+        tracer = self._tracer
+        trace = tracer.consume_before(msgs) if tracer is not None else None
+        began = time.monotonic()
         now = str(time.time_ns() // 1_000_000)
         for m in msgs:
             m.properties[MessageConst.PROPERTY_CONSUME_START_TIMESTAMP] = now
+        raised = False
         try:
             status = await self._call_listener(msgs, ctx)
         except asyncio.CancelledError:
@@ -825,6 +859,11 @@ class PushConsumer:
             log.exception("client.push_consumer.listener_failed", group=self.group, mq=str(mq),
                           msg_ids=[m.msg_id for m in msgs])
             status = None
+            raised = True
+        if tracer is not None:
+            tracer.consume_after(trace, msgs, status is ConsumeConcurrentlyStatus.CONSUME_SUCCESS,
+                                 _return_type(status, raised, began,
+                                              ConsumeConcurrentlyStatus.CONSUME_SUCCESS))
         if not isinstance(status, ConsumeConcurrentlyStatus):
             if status is not None:
                 log.warning("client.push_consumer.listener_bad_status", status=repr(status))
@@ -952,6 +991,10 @@ class PushConsumer:
                 return
             self._reset_retry_and_namespace(msgs)
             ctx = ConsumeOrderlyContext(mq)
+            tracer = self._tracer
+            trace = tracer.consume_before(msgs) if tracer is not None else None
+            began = time.monotonic()
+            raised = False
             async with pq.consume_lock:
                 if pq.dropped:
                     return
@@ -962,6 +1005,12 @@ class PushConsumer:
                 except Exception:
                     log.exception("client.push_consumer.listener_failed", group=self.group, mq=str(mq))
                     status = None
+                    raised = True
+            if tracer is not None:
+                tracer.consume_after(
+                    trace, msgs, status in (ConsumeOrderlyStatus.SUCCESS, ConsumeOrderlyStatus.COMMIT),
+                    _return_type(status, raised, began, ConsumeOrderlyStatus.SUCCESS,
+                                 ConsumeOrderlyStatus.COMMIT, ConsumeOrderlyStatus.ROLLBACK))
             if not isinstance(status, ConsumeOrderlyStatus):
                 status = ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT
             if not await self._process_orderly_result(msgs, status, ctx, pq, mq):

@@ -199,6 +199,12 @@ class TransactionProducer(Producer):
                          state=state.value)
         else:
             state = LocalTransactionState.ROLLBACK_MESSAGE
+        tracer = self._tracer
+        if tracer is not None and self.instance is not None:
+            tracer.end_transaction(
+                msg, result.msg_id or "",
+                self.instance.find_broker_address_in_publish(result.message_queue.broker_name),
+                state.value, result.transaction_id, False, self.instance.client_id)
         try:
             await self.end_transaction(result, state, remark)
         except RocketMQError as exc:
@@ -260,6 +266,9 @@ class TransactionProducer(Producer):
             commit_log_offset=header.commit_log_offset, commit_or_rollback=_WIRE_STATE[state],
             from_transaction_check=True, msg_id=uniq, transaction_id=header.transaction_id)
         inst = self._check_running()
+        if self._tracer is not None:
+            self._tracer.end_transaction(msg, uniq, addr, state.value, header.transaction_id, True,
+                                         inst.client_id)
         await inst.api.end_transaction_oneway(addr, answer, remark, END_TRANSACTION_TIMEOUT)
         log.info("client.transaction.check_answered", group=self.group, broker=addr, msg_id=uniq,
                  state=state.value)

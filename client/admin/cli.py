@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import os
 import sys
@@ -721,6 +722,15 @@ async def query_msg_by_key(admin: MQAdmin, args: argparse.Namespace) -> Output:
     return Output([message_json(m) for m in msgs], "".join(lines))
 
 
+async def query_msg_trace_by_id(admin: MQAdmin, args: argparse.Namespace) -> Output:
+    """``queryMsgTraceById``: the message's trace records (``client.trace.query``)."""
+    from aiorocketmq.client.trace.query import format_trace_views, query_trace_views
+
+    views = await query_trace_views(admin, args.msgId.strip(),
+                                    args.traceTopic.strip() if args.traceTopic else None)
+    return Output([dataclasses.asdict(v) for v in views], format_trace_views(views))
+
+
 async def query_msg_by_unique_key(admin: MQAdmin, args: argparse.Namespace) -> Output:
     msgs = await admin.query_message_by_unique_key(args.topic, args.msgId)
     if not msgs:
@@ -983,6 +993,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = _add(sub, "queryMsgByKey", query_msg_by_key, "Query Message by Key")
     p.add_argument("-t", "--topic", required=True)
     p.add_argument("-k", "--msgKey", required=True)
+
+    p = _add(sub, "queryMsgTraceById", query_msg_trace_by_id, "query a message trace")
+    p.add_argument("-i", "--msgId", required=True, help="Message Id")
+    p.add_argument("-t", "--traceTopic", help="The name value of message trace topic")
 
     p = _add(sub, "queryMsgByUniqueKey", query_msg_by_unique_key, "Query Message by Unique key")
     p.add_argument("-t", "--topic", required=True)
