@@ -1,0 +1,268 @@
+"""The dashboard's JSON API under ``/api/...`` (aiohttp handlers), and its error table.
+
+=======  ====================================  =============================================
+method   path                                  what
+=======  ====================================  =============================================
+GET      /api/session                          who am I, login required?, CSRF token
+POST     /api/login, /api/logout               ``{"username", "password"}``
+GET      /api/cluster                          brokers per cluster (``DashboardService.cluster``)
+GET      /api/topics?q=&kinds=normal,retry     topic list with search
+POST     /api/topics                           create or update (``topic``, ``cluster`` or
+                                               ``broker_addr``, queue nums, ``perm``, ``order``)
+GET      /api/topics/{topic}                   route, per-queue offsets, consuming groups
+DELETE   /api/topics/{topic}                   ``{"confirm": "<topic>"}``
+POST     /api/topics/{topic}/messages          send a test message ``{"body", "tags", "keys"}``
+GET      /api/groups?q=&system=false           groups with members, lag, consume TPS
+GET      /api/groups/{group}                   members, subscriptions, per-queue lag
+POST     /api/groups/{group}/reset             ``{"topic", "timestamp_ms", "confirm": group}``
+POST     /api/groups/{group}/skip              ``{"topic"?, "confirm": group}``
+GET      /api/messages?topic=&begin=&end=      by time range (epoch ms)
+GET      /api/messages?topic=&key=             by key
+GET      /api/messages/{id}?topic=&preview=    one message (``preview``: text, json, hex;
+         &limit=                               ``limit``: bytes, at most 65536)
+POST     /api/messages/{id}/resend             ``{"group", "topic"?, "client_id"?}``
+GET      /api/connections?producer_group=&topic=  consumers per group; producers of a group
+GET      /api/live                             live TPS / lag samples
+=======  ====================================  =============================================
+
+Every answer is JSON; an error is ``{"error": "<what went wrong>"}`` (plus ``code`` and
+``remark`` for a refusal from a broker) with the status of ``error_status``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from aiohttp import web
+
+from aiorocketmq.protocol.errors import (
+    MQBrokerError,
+    MQClientError,
+    RemotingError,
+    RemotingTimeoutError,
+    TopicNotExistError,
+)
+
+from .auth import Session
+from .sampler import LiveSampler
+from .service import DEFAULT_PREVIEW_BYTES, DashboardService, InputError, NotFoundError
+
+__all__ = ["SERVICE", "SAMPLER", "routes", "error_status", "error_body", "acting_user"]
+
+SERVICE = web.AppKey("service", DashboardService)
+SAMPLER = web.AppKey("sampler", LiveSampler)
+
+routes = web.RouteTableDef()
+
+
+def error_status(exc: BaseException) -> int:
+    """HTTP status of an error raised under a handler."""
+    if isinstance(exc, (NotFoundError, TopicNotExistError)):
+        return 404
+    if isinstance(exc, MQClientError):
+        return 400
+    if isinstance(exc, RemotingTimeoutError):
+        return 504
+    if isinstance(exc, (MQBrokerError, RemotingError)):
+        return 502
+    return 500
+
+
+def error_body(exc: BaseException) -> dict[str, Any]:
+    if isinstance(exc, TopicNotExistError):
+        return {"error": f"topic does not exist: {exc.remark}"}
+    if isinstance(exc, MQBrokerError):
+        return {"error": f"the cluster refused: CODE {exc.code} {exc.remark or ''}".strip(),
+                "code": exc.code, "remark": exc.remark}
+    if isinstance(exc, RemotingError):
+        return {"error": f"cluster unreachable: {exc}"}
+    return {"error": str(exc)}
+
+
+def acting_user(request: web.Request) -> str:
+    """``user@address`` of the request, for the log lines of destructive actions."""
+    session: Session | None = request.get("session")
+    user = session.user if session is not None else "anonymous"
+    return f"{user}@{request.remote}"
+
+
+def _service(request: web.Request) -> DashboardService:
+    return request.app[SERVICE]
+
+
+async def _json_object(request: web.Request) -> dict[str, Any]:
+    try:
+        data = await request.json()
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        raise InputError("request body is not valid JSON") from None
+    if not isinstance(data, dict):
+        raise InputError("request body must be a JSON object")
+    return data
+
+
+def _str(data: dict[str, Any], key: str, *, required: bool = False) -> str | None:
+    value = data.get(key)
+    if value is None or value == "":
+        if required:
+            raise InputError(f"'{key}' is required")
+        return None
+    if not isinstance(value, str):
+        raise InputError(f"'{key}' must be a string")
+    return value
+
+
+def _int_query(request: web.Request, key: str, default: int | None = None) -> int | None:
+    raw = request.query.get(key)
+    if raw is None or raw == "":
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        raise InputError(f"'{key}' must be an integer (epoch milliseconds for times), "
+                         f"got {raw[:40]!r}") from None
+
+
+def _bool_query(request: web.Request, key: str) -> bool:
+    raw = request.query.get(key, "false").lower()
+    if raw not in ("true", "false", "1", "0"):
+        raise InputError(f"'{key}' must be true or false")
+    return raw in ("true", "1")
+
+
+# -- cluster and topics ---------------------------------------------------------------------
+
+
+@routes.get("/api/cluster")
+async def get_cluster(request: web.Request) -> web.Response:
+    return web.json_response(await _service(request).cluster())
+
+
+@routes.get("/api/topics")
+async def get_topics(request: web.Request) -> web.Response:
+    kinds = [k for k in request.query.get("kinds", "normal").split(",") if k]
+    bad = set(kinds) - {"normal", "retry", "dlq", "system"}
+    if bad:
+        raise InputError(f"unknown topic kind(s): {', '.join(sorted(bad))}")
+    return web.json_response(await _service(request).topics(request.query.get("q", ""),
+                                                            kinds=kinds))
+
+
+@routes.post("/api/topics")
+async def post_topic(request: web.Request) -> web.Response:
+    data = await _json_object(request)
+    result = await _service(request).create_or_update_topic(
+        topic=_str(data, "topic", required=True) or "",
+        cluster=_str(data, "cluster"), broker_addr=_str(data, "broker_addr"),
+        read_queue_nums=data.get("read_queue_nums", 8),
+        write_queue_nums=data.get("write_queue_nums", 8),
+        perm=data.get("perm", 6), order=data.get("order", False), user=acting_user(request))
+    return web.json_response(result)
+
+
+@routes.get("/api/topics/{topic}")
+async def get_topic(request: web.Request) -> web.Response:
+    return web.json_response(await _service(request).topic(request.match_info["topic"]))
+
+
+@routes.delete("/api/topics/{topic}")
+async def delete_topic(request: web.Request) -> web.Response:
+    data = await _json_object(request)
+    result = await _service(request).delete_topic(
+        request.match_info["topic"], confirm=_str(data, "confirm"), user=acting_user(request))
+    return web.json_response(result)
+
+
+@routes.post("/api/topics/{topic}/messages")
+async def post_test_message(request: web.Request) -> web.Response:
+    data = await _json_object(request)
+    result = await _service(request).send_test_message(
+        request.match_info["topic"], body=_str(data, "body", required=True) or "",
+        tags=_str(data, "tags"), keys=_str(data, "keys"), user=acting_user(request))
+    return web.json_response(result)
+
+
+# -- consumer groups ------------------------------------------------------------------------
+
+
+@routes.get("/api/groups")
+async def get_groups(request: web.Request) -> web.Response:
+    return web.json_response(await _service(request).groups(
+        request.query.get("q", ""), include_system=_bool_query(request, "system")))
+
+
+@routes.get("/api/groups/{group}")
+async def get_group(request: web.Request) -> web.Response:
+    return web.json_response(await _service(request).group(request.match_info["group"]))
+
+
+@routes.post("/api/groups/{group}/reset")
+async def post_reset_offset(request: web.Request) -> web.Response:
+    data = await _json_object(request)
+    ts = data.get("timestamp_ms")
+    if ts is None:
+        raise InputError("'timestamp_ms' is required (epoch milliseconds, or -1 for the newest)")
+    result = await _service(request).reset_offset(
+        request.match_info["group"], topic=_str(data, "topic", required=True) or "",
+        timestamp_ms=ts, confirm=_str(data, "confirm"), user=acting_user(request))
+    return web.json_response(result)
+
+
+@routes.post("/api/groups/{group}/skip")
+async def post_skip_backlog(request: web.Request) -> web.Response:
+    data = await _json_object(request)
+    result = await _service(request).skip_backlog(
+        request.match_info["group"], topic=_str(data, "topic"), confirm=_str(data, "confirm"),
+        user=acting_user(request))
+    return web.json_response(result)
+
+
+# -- messages -------------------------------------------------------------------------------
+
+
+@routes.get("/api/messages")
+async def get_messages(request: web.Request) -> web.Response:
+    service = _service(request)
+    topic = request.query.get("topic", "")
+    if not topic:
+        raise InputError("'topic' is required")
+    key = request.query.get("key")
+    if key is not None:
+        return web.json_response(await service.messages_by_key(topic, key))
+    begin = _int_query(request, "begin")
+    end = _int_query(request, "end")
+    if begin is None or end is None:
+        raise InputError("give 'key', or a time range 'begin' and 'end' (epoch milliseconds)")
+    return web.json_response(await service.messages_by_time(topic, begin, end))
+
+
+@routes.get("/api/messages/{msg_id}")
+async def get_message(request: web.Request) -> web.Response:
+    limit = _int_query(request, "limit", DEFAULT_PREVIEW_BYTES)
+    assert limit is not None
+    return web.json_response(await _service(request).message(
+        request.match_info["msg_id"], topic=request.query.get("topic") or None,
+        preview=request.query.get("preview", "text"), limit=limit))
+
+
+@routes.post("/api/messages/{msg_id}/resend")
+async def post_resend(request: web.Request) -> web.Response:
+    data = await _json_object(request)
+    return web.json_response(await _service(request).resend(
+        request.match_info["msg_id"], group=_str(data, "group", required=True) or "",
+        topic=_str(data, "topic"), client_id=_str(data, "client_id"), user=acting_user(request)))
+
+
+# -- connections and live charts ------------------------------------------------------------
+
+
+@routes.get("/api/connections")
+async def get_connections(request: web.Request) -> web.Response:
+    return web.json_response(await _service(request).connections(
+        producer_group=request.query.get("producer_group") or None,
+        topic=request.query.get("topic") or None))
+
+
+@routes.get("/api/live")
+async def get_live(request: web.Request) -> web.Response:
+    return web.json_response(request.app[SAMPLER].snapshot())

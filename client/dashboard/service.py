@@ -1,0 +1,805 @@
+"""``DashboardService``: every dashboard page's data, and its actions, over ``MQAdmin``.
+
+Each public coroutine returns JSON-ready dicts (snake_case keys) and raises one of three
+things: ``InputError`` (the request is wrong: a bad name, a malformed time range, a preview
+that is too large; nothing was sent to the cluster), ``NotFoundError`` (the topic, group or
+message does not exist), or an error of ``protocol.errors`` from the cluster itself. The
+HTTP layer (``routes``) maps them to 400, 404 and 502/504.
+
+What each page asks, following Apache rocketmq-dashboard's services (``ClusterServiceImpl``,
+``TopicServiceImpl``, ``ConsumerServiceImpl``, ``MessageServiceImpl``):
+
+* cluster: ClusterInfo (106), then GET_BROKER_RUNTIME_INFO (28) of every broker, master and
+  slave: ``putTps`` / ``getTransferedTps`` (first number: the 10 s window),
+  ``msgPutTotalTodayNow``, ``brokerVersionDesc``, ``commitLogDiskRatio``,
+  ``commitLogDirCapacity``; replication lag of a slave = its master's ``commitLogMaxOffset``
+  minus its own.
+* topics: the nameserver's topic list (206) classified as normal / retry / DLQ / system;
+  one topic: its route (105), GET_TOPIC_STATS_INFO (202), QUERY_TOPIC_CONSUME_BY_WHO (300).
+* groups: the subscription groups of every master (201); per group GET_CONSUME_STATS (208)
+  for lag and consume TPS and GET_CONSUMER_CONNECTION_LIST (203) for members.
+* messages: by time range, upstream's ``queryMessageByTopic`` (SEARCH_OFFSET_BY_TIMESTAMP
+  per queue, then PULL_MESSAGE without committing, at most ``max_scan_messages``); by key,
+  QUERY_MESSAGE (12); by id, VIEW_MESSAGE_BY_ID (33) for an offset id or QUERY_MESSAGE with
+  ``_UNIQUE_KEY_QUERY`` for a UNIQ_KEY.
+* resend: upstream ``consumeMessageDirectly``: CONSUME_MESSAGE_DIRECTLY (309) to the broker
+  that stores the message, which hands it to one online client of the group.
+* reset offset: INVOKE_BROKER_TO_RESET_OFFSET (222) when the group has online consumers;
+  otherwise the offsets are rewritten with UPDATE_CONSUMER_OFFSET (15), as upstream's
+  ``resetOffsetByTimestampOld``. Skipping the backlog is a reset to the newest offset.
+
+Destructive actions take the acting user's name and log it (``dashboard.topic_deleted``,
+``dashboard.offset_reset``, ...).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any, TypeVar
+
+from aiorocketmq.client.admin.api import MQAdmin
+from aiorocketmq.client.api import PullStatus
+from aiorocketmq.client.producer import Validators
+from aiorocketmq.logs import get_logger
+from aiorocketmq.protocol.bodies import (
+    ClusterInfo,
+    ConsumeMessageDirectlyResult,
+    ConsumerConnection,
+    ConsumeStats,
+    MessageQueue,
+    TopicConfig,
+)
+from aiorocketmq.protocol.body_codec import CONTENT_TYPE_PROPERTY, decode_body
+from aiorocketmq.protocol.codes import (
+    LanguageCode,
+    MessageConst,
+    MixAll,
+    MQVersion,
+    Perm,
+    RequestCode,
+    ResponseCode,
+    SystemTopic,
+)
+from aiorocketmq.protocol.errors import (
+    MQBrokerError,
+    MQClientError,
+    RemotingError,
+    TopicNotExistError,
+)
+from aiorocketmq.protocol.headers import (
+    ConsumeMessageDirectlyResultRequestHeader,
+    UpdateConsumerOffsetRequestHeader,
+)
+from aiorocketmq.protocol.message import MessageDecodeError, MessageExt, decode_offset_msg_id
+
+__all__ = [
+    "DashboardService",
+    "InputError",
+    "NotFoundError",
+    "PREVIEW_MODES",
+    "DEFAULT_PREVIEW_BYTES",
+    "MAX_PREVIEW_BYTES",
+    "MAX_TEST_BODY_BYTES",
+    "body_preview",
+    "first_tps",
+    "topic_kind",
+]
+
+log = get_logger("aiorocketmq.dashboard")
+
+PREVIEW_MODES = ("text", "json", "hex")
+DEFAULT_PREVIEW_BYTES = 4096
+MAX_PREVIEW_BYTES = 64 * 1024
+MAX_TEST_BODY_BYTES = 64 * 1024
+MAX_QUEUE_NUMS = 1024
+_MAX_CONCURRENT_CALLS = 8  # admin calls in flight for one page (groups, brokers)
+_PULL_BATCH = 32
+_LONG_MAX = 2**63 - 1
+
+T = TypeVar("T")
+
+
+class InputError(MQClientError):
+    """The request is malformed; nothing was sent to the cluster."""
+
+
+class NotFoundError(MQClientError):
+    """The topic, group or message named by the request does not exist."""
+
+
+# -- pure helpers ---------------------------------------------------------------------------
+
+
+def first_tps(text: str | None) -> float:
+    """The 10 s figure of a ``putTps``-style value (``"12.5 11.0 10.2"``), 0.0 when absent."""
+    if not text:
+        return 0.0
+    try:
+        return float(text.split()[0])
+    except (ValueError, IndexError):
+        return 0.0
+
+
+def topic_kind(topic: str) -> str:
+    """``retry``, ``dlq``, ``system`` (also ``<cluster>_REPLY_TOPIC``) or ``normal``."""
+    if topic.startswith(MixAll.RETRY_GROUP_TOPIC_PREFIX):
+        return "retry"
+    if topic.startswith(MixAll.DLQ_GROUP_TOPIC_PREFIX):
+        return "dlq"
+    if topic in SystemTopic.SYSTEM_TOPICS or topic.startswith(SystemTopic.SYSTEM_TOPIC_PREFIX) \
+            or topic.endswith("_" + MixAll.REPLY_TOPIC_POSTFIX):
+        return "system"
+    return "normal"
+
+
+def _hexdump(data: bytes) -> str:
+    lines = []
+    for at in range(0, len(data), 16):
+        chunk = data[at:at + 16]
+        hexes = " ".join(f"{b:02x}" for b in chunk)
+        text = "".join(chr(b) if 32 <= b < 127 else "." for b in chunk)
+        lines.append(f"{at:08x}  {hexes:<47}  |{text}|")
+    return "\n".join(lines)
+
+
+def body_preview(body: bytes, mode: str = "text", limit: int = DEFAULT_PREVIEW_BYTES, *,
+                 content_type: str | None = None) -> dict[str, Any]:
+    """The first ``limit`` bytes of a body as text, pretty JSON or a hex dump.
+
+    JSON mode decodes a body whose ``contentType`` property names a codec (msgpack, JSON)
+    through ``protocol.body_codec`` first; a body that is not JSON falls back to text with
+    ``note`` saying why. Raises ``InputError`` for an unknown mode or a limit outside
+    1..``MAX_PREVIEW_BYTES``.
+    """
+    if mode not in PREVIEW_MODES:
+        raise InputError(f"preview mode must be one of {', '.join(PREVIEW_MODES)}, got {mode!r}")
+    if not 0 < limit <= MAX_PREVIEW_BYTES:
+        raise InputError(f"preview limit must be 1..{MAX_PREVIEW_BYTES} bytes, got {limit}")
+    out: dict[str, Any] = {"mode": mode, "size": len(body), "truncated": len(body) > limit,
+                           "note": None}
+    shown = body[:limit]
+    if mode == "hex":
+        out["content"] = _hexdump(shown)
+        return out
+    if mode == "json":
+        try:
+            if content_type and content_type != "application/json":
+                value = decode_body(body, content_type)
+            else:
+                value = json.loads(body.decode("utf-8"))
+            text = json.dumps(value, indent=2, ensure_ascii=False, default=repr)
+            out["truncated"] = len(text) > limit
+            out["content"] = text[:limit]
+            return out
+        except (ValueError, UnicodeDecodeError, MQClientError) as exc:
+            out["mode"] = "text"
+            out["note"] = f"not JSON ({type(exc).__name__}: {str(exc)[:120]}); shown as text"
+    text = shown.decode("utf-8", errors="replace")
+    if "\ufffd" in text and out["note"] is None:
+        out["note"] = "not valid UTF-8: undecodable bytes shown as \ufffd (try hex)"
+    out["content"] = text
+    return out
+
+
+def _check_topic(topic: str) -> str:
+    try:
+        Validators.check_topic(topic)
+    except MQClientError as exc:
+        raise InputError(str(exc)) from None
+    return topic
+
+
+def _check_group(group: str) -> str:
+    try:
+        Validators.check_group(group)
+    except MQClientError as exc:
+        raise InputError(str(exc)) from None
+    return group
+
+
+def _check_confirm(confirm: str | None, name: str, action: str) -> None:
+    if confirm != name:
+        raise InputError(f"{action} needs confirmation: send confirm={name!r}")
+
+
+def _int_in(value: int, low: int, high: int, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise InputError(f"{what} must be an integer in {low}..{high}, got {value!r}")
+    return value
+
+
+def _language_name(lang: LanguageCode | int) -> str:
+    try:
+        return LanguageCode(lang).name
+    except ValueError:
+        return str(lang)
+
+
+def message_summary(msg: MessageExt) -> dict[str, Any]:
+    """One row of a message list (no body)."""
+    return {
+        "msg_id": msg.msg_id or msg.offset_msg_id,
+        "offset_msg_id": msg.offset_msg_id,
+        "topic": msg.topic,
+        "tags": msg.properties.get(MessageConst.PROPERTY_TAGS),
+        "keys": msg.properties.get(MessageConst.PROPERTY_KEYS),
+        "queue_id": msg.queue_id,
+        "queue_offset": msg.queue_offset,
+        "store_timestamp": msg.store_timestamp,
+        "born_timestamp": msg.born_timestamp,
+        "born_host": msg.born_host,
+        "store_host": msg.store_host,
+        "body_size": len(msg.body or b""),
+        "reconsume_times": msg.reconsume_times,
+    }
+
+
+class DashboardService:
+    """The dashboard's view of one cluster, through ``admin`` (see the module docstring).
+
+    Args:
+        admin: an open ``MQAdmin``; the service does not close it.
+        max_scan_messages: most messages a search by time range returns.
+    """
+
+    def __init__(self, admin: MQAdmin, *, max_scan_messages: int = 2000) -> None:
+        self.admin = admin
+        self.max_scan_messages = max_scan_messages
+        self._limit = asyncio.Semaphore(_MAX_CONCURRENT_CALLS)
+
+    async def _bounded(self, coro: Awaitable[T]) -> T:
+        async with self._limit:
+            return await coro
+
+    async def _each(self, fn: Callable[[Any], Awaitable[T]], items: Iterable[Any]
+                    ) -> list[T | BaseException]:
+        """``fn(item)`` for every item, a few at a time; failures returned, not raised."""
+        return await asyncio.gather(*(self._bounded(fn(i)) for i in items),
+                                    return_exceptions=True)
+
+    # -- cluster -----------------------------------------------------------------------
+
+    async def cluster(self) -> dict[str, Any]:
+        """Brokers per cluster with role, address, version, TPS, disk and replication lag."""
+        info = await self.admin.cluster_info()
+        rows: list[tuple[str, str, int, str]] = []
+        for cname, names in sorted(info.cluster_addr_table.items()):
+            for name in sorted(names):
+                bd = info.broker_addr_table.get(name)
+                for bid, addr in sorted((bd.broker_addrs if bd else {}).items()):
+                    rows.append((cname, name, bid, addr))
+        runtimes = await self._each(self.admin.broker_runtime_info, [r[3] for r in rows])
+        by_name: dict[str, dict[int, dict[str, str]]] = {}
+        for (_c, name, bid, _a), rt in zip(rows, runtimes, strict=True):
+            if isinstance(rt, dict):
+                by_name.setdefault(name, {})[bid] = rt
+        clusters: dict[str, list[dict[str, Any]]] = {}
+        for (cname, name, bid, addr), rt in zip(rows, runtimes, strict=True):
+            broker: dict[str, Any] = {"broker_name": name, "broker_id": bid, "addr": addr,
+                                      "role": "MASTER" if bid == MixAll.MASTER_ID else "SLAVE"}
+            if isinstance(rt, BaseException):
+                broker["error"] = _describe(rt)
+            else:
+                broker.update(self._broker_row(rt, by_name.get(name, {}), bid))
+            clusters.setdefault(cname, []).append(broker)
+        return {"namesrv_addr": ";".join(self.admin.namesrv_addrs),
+                "clusters": [{"name": c, "brokers": b} for c, b in clusters.items()]}
+
+    @staticmethod
+    def _broker_row(rt: dict[str, str], same_name: dict[int, dict[str, str]],
+                    bid: int) -> dict[str, Any]:
+        def num(key: str, table: dict[str, str] = rt) -> int:
+            try:
+                return int(table.get(key, "0") or 0)
+            except ValueError:
+                return 0
+
+        try:
+            disk_ratio: float | None = float(rt.get("commitLogDiskRatio", ""))
+        except ValueError:
+            disk_ratio = None
+        lag: int | None = None
+        master = same_name.get(MixAll.MASTER_ID)
+        if bid != MixAll.MASTER_ID and master is not None:
+            lag = max(num("commitLogMaxOffset", master) - num("commitLogMaxOffset"), 0)
+        return {
+            "version": rt.get("brokerVersionDesc", ""),
+            "put_tps": first_tps(rt.get("putTps")),
+            "get_tps": first_tps(rt.get("getTransferedTps") or rt.get("getTransferredTps")),
+            "msg_put_today": num("msgPutTotalTodayNow") - num("msgPutTotalTodayMorning"),
+            "msg_get_today": num("msgGetTotalTodayNow") - num("msgGetTotalTodayMorning"),
+            "disk_ratio": disk_ratio,
+            "disk_capacity": rt.get("commitLogDirCapacity", ""),
+            "commit_log_max_offset": num("commitLogMaxOffset"),
+            "replication_lag_bytes": lag,
+        }
+
+    async def cluster_names(self) -> list[str]:
+        return sorted((await self.admin.cluster_info()).cluster_addr_table)
+
+    # -- topics ------------------------------------------------------------------------
+
+    async def topics(self, query: str = "", *, kinds: Iterable[str] = ("normal",)
+                     ) -> dict[str, Any]:
+        """Topic names containing ``query`` (case-insensitive), of the given kinds."""
+        wanted = set(kinds)
+        names = await self.admin.topic_list()
+        info = await self.admin.cluster_info()
+        hidden = set(info.cluster_addr_table) | set(info.broker_addr_table)
+        q = query.lower()
+        rows = [{"topic": t, "kind": topic_kind(t)} for t in sorted(set(names))
+                if t not in hidden and q in t.lower()]
+        return {"topics": [r for r in rows if r["kind"] in wanted],
+                "clusters": sorted(info.cluster_addr_table)}
+
+    async def _route(self, topic: str) -> Any:
+        try:
+            return await self.admin.topic_route(_check_topic(topic))
+        except TopicNotExistError:
+            raise NotFoundError(f"topic '{topic}' does not exist") from None
+
+    async def topic(self, topic: str) -> dict[str, Any]:
+        """Route, per-queue min/max offsets, message count, consuming groups of ``topic``."""
+        route = await self._route(topic)
+        stats = await self.admin.topic_stats(topic)
+        try:
+            groups = await self.admin.query_topic_consume_by_who(topic)
+        except MQBrokerError:
+            groups = []
+        queues = [{"broker_name": mq.broker_name, "queue_id": mq.queue_id,
+                   "min_offset": o.min_offset, "max_offset": o.max_offset,
+                   "messages": o.max_offset - o.min_offset,
+                   "last_update_timestamp": o.last_update_timestamp}
+                  for mq, o in sorted(stats.offset_table.items())]
+        info = await self.admin.cluster_info()
+        cluster_of = {n: c for c, names in info.cluster_addr_table.items() for n in names}
+        return {
+            "topic": topic,
+            "kind": topic_kind(topic),
+            "brokers": [{"broker_name": bd.broker_name, "cluster": cluster_of.get(bd.broker_name),
+                         "addrs": {str(k): v for k, v in sorted(bd.broker_addrs.items())}}
+                        for bd in sorted(route.broker_datas, key=lambda b: b.broker_name)],
+            "queue_datas": [{"broker_name": qd.broker_name, "read_queue_nums": qd.read_queue_nums,
+                             "write_queue_nums": qd.write_queue_nums, "perm": int(qd.perm),
+                             "perm_text": _perm_text(int(qd.perm))}
+                            for qd in sorted(route.queue_datas, key=lambda q: q.broker_name)],
+            "queues": queues,
+            "total_messages": sum(q["messages"] for q in queues),
+            "consumer_groups": groups,
+        }
+
+    async def create_or_update_topic(self, *, topic: str, cluster: str | None = None,
+                                     broker_addr: str | None = None, read_queue_nums: int = 8,
+                                     write_queue_nums: int = 8, perm: int = 6,
+                                     order: bool = False, user: str) -> dict[str, Any]:
+        """UPDATE_AND_CREATE_TOPIC on every master of ``cluster`` or on one broker."""
+        _check_topic(topic)
+        if topic_kind(topic) == "system" or topic == SystemTopic.AUTO_CREATE_TOPIC_KEY:
+            raise InputError(f"topic '{topic}' is a system topic; the dashboard does not edit it")
+        _int_in(read_queue_nums, 1, MAX_QUEUE_NUMS, "read_queue_nums")
+        _int_in(write_queue_nums, 1, MAX_QUEUE_NUMS, "write_queue_nums")
+        if perm not in (2, 4, 6):
+            raise InputError(f"perm must be 2 (write), 4 (read) or 6 (read+write), got {perm!r}")
+        if not isinstance(order, bool):
+            raise InputError("order must be true or false")
+        if bool(cluster) == bool(broker_addr):
+            raise InputError("give either a cluster or a broker address")
+        config = TopicConfig(topic_name=topic, read_queue_nums=read_queue_nums,
+                             write_queue_nums=write_queue_nums, perm=perm, order=order)
+        if cluster:
+            if cluster not in await self.cluster_names():
+                raise NotFoundError(f"cluster '{cluster}' does not exist")
+            done = await self.admin.create_topic_in_cluster(cluster, config)
+        else:
+            assert broker_addr is not None
+            masters = {b.addr for b in await self.admin.brokers(masters_only=True)}
+            if broker_addr not in masters:
+                raise NotFoundError(f"'{broker_addr}' is not the address of a master broker")
+            await self.admin.create_topic(broker_addr, config)
+            done = [broker_addr]
+        log.info("dashboard.topic_updated", user=user, topic=topic, brokers=done,
+                 read_queue_nums=read_queue_nums, write_queue_nums=write_queue_nums, perm=perm,
+                 order=order)
+        return {"topic": topic, "brokers": done}
+
+    async def delete_topic(self, topic: str, *, confirm: str | None, user: str
+                           ) -> dict[str, Any]:
+        """Delete ``topic`` from its brokers and nameservers; ``confirm`` must repeat the name."""
+        _check_topic(topic)
+        _check_confirm(confirm, topic, "deleting a topic")
+        route = await self._route(topic)
+        info = await self.admin.cluster_info()
+        names = {bd.broker_name for bd in route.broker_datas}
+        clusters = sorted(c for c, members in info.cluster_addr_table.items() if names & set(members))
+        done: list[str] = []
+        for cluster in clusters:
+            done.extend(await self.admin.delete_topic(topic, cluster))
+        log.warning("dashboard.topic_deleted", user=user, topic=topic, clusters=clusters,
+                    brokers=done)
+        return {"topic": topic, "clusters": clusters, "brokers": done}
+
+    async def send_test_message(self, topic: str, *, body: str, tags: str | None = None,
+                                keys: str | None = None, user: str) -> dict[str, Any]:
+        """Send one message (upstream's ``sendTopicMessage``, producer group per call)."""
+        await self._route(topic)
+        data = body.encode("utf-8")
+        if not data:
+            raise InputError("message body is empty")
+        if len(data) > MAX_TEST_BODY_BYTES:
+            raise InputError(f"message body is {len(data)} bytes; the dashboard sends at most "
+                             f"{MAX_TEST_BODY_BYTES}")
+        for what, value in (("tags", tags), ("keys", keys)):
+            if value is not None and len(value) > 255:
+                raise InputError(f"{what} longer than 255 characters")
+        result = await self.admin.send_message(topic, data, tags=tags or None, keys=keys or None)
+        log.info("dashboard.message_sent", user=user, topic=topic, msg_id=result.msg_id,
+                 size=len(data))
+        return {"status": result.status.name, "msg_id": result.msg_id,
+                "offset_msg_id": result.offset_msg_id,
+                "broker_name": result.message_queue.broker_name,
+                "queue_id": result.message_queue.queue_id, "queue_offset": result.queue_offset}
+
+    # -- consumer groups ----------------------------------------------------------------
+
+    async def group_names(self, *, include_system: bool = False) -> list[str]:
+        """Subscription groups of every master, merged."""
+        masters = [b.addr for b in await self.admin.brokers(masters_only=True)]
+        tables = await self._each(self.admin.subscription_groups, masters)
+        names: set[str] = set()
+        for t in tables:
+            if isinstance(t, dict):
+                names.update(t)
+        if not include_system:
+            names = {g for g in names if not _is_system_group(g)}
+        return sorted(names)
+
+    async def _group_summary(self, group: str) -> dict[str, Any]:
+        row: dict[str, Any] = {"group": group, "members": 0, "consume_type": None,
+                               "message_model": None, "version": None, "lag": 0,
+                               "consume_tps": 0.0, "topics": []}
+        try:
+            stats = await self.admin.consume_stats(group)
+            row["lag"] = stats.compute_total_diff()
+            row["consume_tps"] = round(stats.consume_tps, 2)
+            row["topics"] = sorted({mq.topic for mq in stats.offset_table
+                                    if not mq.topic.startswith(MixAll.RETRY_GROUP_TOPIC_PREFIX)})
+        except MQBrokerError as exc:
+            row["error"] = _describe(exc)
+        try:
+            conn = await self.admin.consumer_connection(group)
+        except MQBrokerError:
+            return row
+        row["members"] = len(conn.connection_set)
+        row["consume_type"] = conn.consume_type
+        row["message_model"] = conn.message_model
+        if conn.connection_set:
+            row["version"] = MQVersion.desc(min(c.version for c in conn.connection_set))
+        return row
+
+    async def groups(self, query: str = "", *, include_system: bool = False) -> dict[str, Any]:
+        """Every group with members, lag and consume TPS (upstream ``queryGroupList``)."""
+        names = [g for g in await self.group_names(include_system=include_system)
+                 if query.lower() in g.lower()]
+        rows = await self._each(self._group_summary, names)
+        out = []
+        for name, row in zip(names, rows, strict=True):
+            out.append(row if isinstance(row, dict) else {"group": name, "error": _describe(row)})
+        return {"groups": out}
+
+    async def _consume_stats(self, group: str) -> ConsumeStats:
+        _check_group(group)
+        if group not in await self.group_names(include_system=True):
+            raise NotFoundError(f"consumer group '{group}' does not exist")
+        return await self.admin.consume_stats(group)
+
+    async def group(self, group: str) -> dict[str, Any]:
+        """Members, subscriptions, per-queue lag and total, consume TPS of ``group``."""
+        stats = await self._consume_stats(group)
+        queues: list[dict[str, Any]] = [
+                  {"topic": mq.topic, "broker_name": mq.broker_name, "queue_id": mq.queue_id,
+                   "broker_offset": w.broker_offset, "consumer_offset": w.consumer_offset,
+                   "lag": w.broker_offset - w.consumer_offset,
+                   "last_timestamp": w.last_timestamp}
+                  for mq, w in sorted(stats.offset_table.items())]
+        per_topic: dict[str, int] = {}
+        for q in queues:
+            per_topic[q["topic"]] = per_topic.get(q["topic"], 0) + q["lag"]
+        out: dict[str, Any] = {"group": group, "lag": stats.compute_total_diff(),
+                               "consume_tps": round(stats.consume_tps, 2), "queues": queues,
+                               "lag_by_topic": per_topic, "online": False, "members": [],
+                               "subscriptions": [], "consume_type": None,
+                               "message_model": None, "consume_from_where": None}
+        try:
+            conn = await self.admin.consumer_connection(group)
+        except MQBrokerError as exc:
+            if exc.code != ResponseCode.CONSUMER_NOT_ONLINE:
+                raise
+            return out
+        out.update(self._connection_view(conn))
+        out["online"] = bool(conn.connection_set)
+        return out
+
+    @staticmethod
+    def _connection_view(conn: ConsumerConnection) -> dict[str, Any]:
+        return {
+            "members": [{"client_id": c.client_id, "client_addr": c.client_addr,
+                         "language": _language_name(c.language),
+                         "version": MQVersion.desc(c.version)}
+                        for c in sorted(conn.connection_set, key=lambda c: c.client_id)],
+            "subscriptions": [{"topic": t, "expression": s.sub_string,
+                               "expression_type": s.expression_type}
+                              for t, s in sorted(conn.subscription_table.items())],
+            "consume_type": conn.consume_type,
+            "message_model": conn.message_model,
+            "consume_from_where": conn.consume_from_where,
+        }
+
+    async def reset_offset(self, group: str, *, topic: str, timestamp_ms: int,
+                           confirm: str | None, user: str, force: bool = True
+                           ) -> dict[str, Any]:
+        """Move ``group``'s offsets on ``topic`` to ``timestamp_ms`` (-1: the newest)."""
+        _check_group(group)
+        _check_topic(topic)
+        _check_confirm(confirm, group, "resetting offsets")
+        if isinstance(timestamp_ms, bool) or not isinstance(timestamp_ms, int) or (
+                timestamp_ms < 0 and timestamp_ms != -1):
+            raise InputError(f"timestamp_ms must be epoch milliseconds or -1, got {timestamp_ms!r}")
+        await self._route(topic)
+        if group not in await self.group_names(include_system=True):
+            raise NotFoundError(f"consumer group '{group}' does not exist")
+        try:
+            table = await self.admin.reset_offset_by_time(topic, group, timestamp_ms, force=force)
+            mode = "online"
+            offsets = {mq: off for mq, off in table.items()}
+        except MQBrokerError as exc:
+            if exc.code != ResponseCode.CONSUMER_NOT_ONLINE:
+                raise
+            mode = "offline"
+            offsets = await self._reset_offline(topic, group, timestamp_ms, force=force)
+        log.warning("dashboard.offset_reset", user=user, group=group, topic=topic,
+                    timestamp_ms=timestamp_ms, mode=mode, queues=len(offsets))
+        return {"group": group, "topic": topic, "timestamp_ms": timestamp_ms, "mode": mode,
+                "offsets": [{"broker_name": mq.broker_name, "queue_id": mq.queue_id,
+                             "offset": off} for mq, off in sorted(offsets.items())]}
+
+    async def skip_backlog(self, group: str, *, topic: str | None, confirm: str | None,
+                           user: str) -> dict[str, Any]:
+        """Reset ``group`` to the newest offset of ``topic`` (or of every topic it consumes)."""
+        stats = await self._consume_stats(group)
+        _check_confirm(confirm, group, "skipping the backlog")
+        topics = [topic] if topic else sorted(
+            {mq.topic for mq in stats.offset_table
+             if not mq.topic.startswith(MixAll.RETRY_GROUP_TOPIC_PREFIX)})
+        results = [await self.reset_offset(group, topic=t, timestamp_ms=-1, confirm=confirm,
+                                           user=user) for t in topics]
+        return {"group": group, "topics": topics, "results": results}
+
+    async def _reset_offline(self, topic: str, group: str, timestamp_ms: int, *,
+                             force: bool) -> dict[MessageQueue, int]:
+        """``resetOffsetByTimestampOld``: write each queue's offset with UPDATE_CONSUMER_OFFSET."""
+        stats = await self.admin.consume_stats(group)
+        current = {mq: w.consumer_offset for mq, w in stats.offset_table.items()
+                   if mq.topic == topic}
+        out: dict[MessageQueue, int] = {}
+        for addr, mq in await self.admin.readable_queues(topic):
+            if timestamp_ms == -1:
+                target = await self.admin.api.get_max_offset(addr, mq, self.admin.timeout)
+            else:
+                target = await self.admin.search_offset(addr, mq, timestamp_ms)
+            old = current.get(mq)
+            if not force and old is not None and target > old:
+                out[mq] = old
+                continue
+            await self.admin.api.update_consumer_offset(addr, UpdateConsumerOffsetRequestHeader(
+                consumer_group=group, topic=topic, queue_id=mq.queue_id, commit_offset=target,
+                bname=mq.broker_name), self.admin.timeout, oneway=False)
+            out[mq] = target
+        return out
+
+    # -- connections --------------------------------------------------------------------
+
+    async def connections(self, *, producer_group: str | None = None,
+                          topic: str | None = None) -> dict[str, Any]:
+        """Consumers of every online group; producers of ``producer_group`` on ``topic``.
+
+        Brokers keep producers by group without a list of groups (4.9.7 has no
+        GET_ALL_PRODUCER_INFO), so producers are looked up by group and topic, as upstream's
+        producer page does.
+        """
+        names = await self.group_names()
+
+        async def one(group: str) -> dict[str, Any] | None:
+            try:
+                conn = await self.admin.consumer_connection(group)
+            except MQBrokerError:
+                return None
+            return {"group": group, **self._connection_view(conn)}
+
+        consumers = [c for c in await self._each(one, names) if isinstance(c, dict)]
+        out: dict[str, Any] = {"consumers": consumers, "producers": None}
+        if producer_group or topic:
+            if not (producer_group and topic):
+                raise InputError("a producer lookup needs both a producer group and a topic")
+            _check_group(producer_group)
+            await self._route(topic)
+            conn = await self.admin.producer_connection(producer_group, topic)
+            seen: dict[str, dict[str, Any]] = {}
+            for c in conn.connection_set:
+                seen.setdefault(c.client_id, {
+                    "client_id": c.client_id, "client_addr": c.client_addr,
+                    "language": _language_name(c.language), "version": MQVersion.desc(c.version)})
+            out["producers"] = {"group": producer_group, "topic": topic,
+                                "members": sorted(seen.values(), key=lambda m: m["client_id"])}
+        return out
+
+    # -- messages -----------------------------------------------------------------------
+
+    async def messages_by_time(self, topic: str, begin_ms: int, end_ms: int) -> dict[str, Any]:
+        """Messages of ``topic`` stored in [begin_ms, end_ms], newest first, capped."""
+        for name, v in (("begin", begin_ms), ("end", end_ms)):
+            if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= _LONG_MAX:
+                raise InputError(f"{name} must be epoch milliseconds, got {v!r}")
+        if begin_ms > end_ms:
+            raise InputError(f"begin ({begin_ms}) is after end ({end_ms})")
+        await self._route(topic)
+        found: list[MessageExt] = []
+        truncated = False
+        for addr, mq in await self.admin.readable_queues(topic):
+            low = await self.admin.search_offset(addr, mq, begin_ms)
+            _min, high = await self.admin.queue_offsets(addr, mq)
+            stop = min(await self.admin.search_offset(addr, mq, end_ms) + 1, high)
+            offset = low
+            while offset < stop:
+                if len(found) >= self.max_scan_messages:
+                    truncated = True
+                    break
+                result = await self.admin.pull(addr, mq, offset, _PULL_BATCH)
+                if result.status is not PullStatus.FOUND or result.next_begin_offset <= offset:
+                    break
+                offset = result.next_begin_offset
+                found.extend(m for m in result.msg_found_list
+                             if begin_ms <= m.store_timestamp <= end_ms)
+        found.sort(key=lambda m: m.store_timestamp, reverse=True)
+        return {"topic": topic, "begin_ms": begin_ms, "end_ms": end_ms,
+                "messages": [message_summary(m) for m in found[:self.max_scan_messages]],
+                "truncated": truncated}
+
+    async def messages_by_key(self, topic: str, key: str) -> dict[str, Any]:
+        """QUERY_MESSAGE by key (upstream's 64 at most), newest first."""
+        if not key or len(key) > 255:
+            raise InputError("key must be 1..255 characters")
+        await self._route(topic)
+        try:
+            found = await self.admin.query_message_by_key(topic, key, max_num=64)
+        except MQBrokerError as exc:
+            if exc.code != ResponseCode.QUERY_NOT_FOUND:
+                raise
+            found = []
+        found.sort(key=lambda m: m.store_timestamp, reverse=True)
+        return {"topic": topic, "key": key, "messages": [message_summary(m) for m in found]}
+
+    async def find_message(self, msg_id: str, topic: str | None = None) -> MessageExt:
+        """The message with offset id or unique key ``msg_id`` (in ``topic`` if given)."""
+        if not msg_id or len(msg_id) > 128 or not all(c in "0123456789abcdefABCDEF"
+                                                      for c in msg_id):
+            raise InputError(f"message id must be hexadecimal, got {msg_id[:140]!r}")
+        if topic:
+            await self._route(topic)
+            found = await self._by_unique_key(topic, msg_id)
+            if found is not None:
+                return found
+        try:
+            decode_offset_msg_id(msg_id)
+            msg = await self.admin.view_message(msg_id)
+            if not topic or msg.topic == topic:
+                return msg
+        except (MessageDecodeError, MQClientError, MQBrokerError, RemotingError):
+            pass
+        if not topic:
+            for t in await self._user_topics():
+                found = await self._by_unique_key(t, msg_id)
+                if found is not None:
+                    return found
+        raise NotFoundError(f"no message with id '{msg_id}'"
+                            + (f" in topic '{topic}'" if topic else ""))
+
+    async def _user_topics(self) -> list[str]:
+        return [t["topic"] for t in (await self.topics())["topics"]]
+
+    async def _by_unique_key(self, topic: str, uniq_key: str) -> MessageExt | None:
+        try:
+            found = await self.admin.query_message_by_unique_key(topic, uniq_key)
+        except (MQBrokerError, TopicNotExistError):
+            return None
+        found = [m for m in found if m.msg_id == uniq_key or m.offset_msg_id == uniq_key]
+        return min(found, key=lambda m: m.store_timestamp) if found else None
+
+    async def message(self, msg_id: str, *, topic: str | None = None, preview: str = "text",
+                      limit: int = DEFAULT_PREVIEW_BYTES) -> dict[str, Any]:
+        """One message: summary, properties, body preview, groups that may resend it."""
+        body_preview(b"", preview, limit)  # check the preview arguments before any I/O
+        msg = await self.find_message(msg_id, topic)
+        try:
+            groups = await self.admin.query_topic_consume_by_who(msg.topic)
+        except MQBrokerError:
+            groups = []
+        return {**message_summary(msg), "properties": dict(sorted(msg.properties.items())),
+                "body": body_preview(bytes(msg.body or b""), preview, limit,
+                                     content_type=msg.properties.get(CONTENT_TYPE_PROPERTY)),
+                "consumer_groups": groups}
+
+    async def resend(self, msg_id: str, *, group: str, topic: str | None = None,
+                     client_id: str | None = None, user: str) -> dict[str, Any]:
+        """Hand the message to one online client of ``group`` (CONSUME_MESSAGE_DIRECTLY)."""
+        _check_group(group)
+        msg = await self.find_message(msg_id, topic)
+        try:
+            conn = await self.admin.consumer_connection(group)
+        except MQBrokerError as exc:
+            if exc.code == ResponseCode.CONSUMER_NOT_ONLINE:
+                raise InputError(f"consumer group '{group}' has no online client to resend to"
+                                 ) from None
+            raise
+        clients = [c.client_id for c in conn.connection_set if c.client_id]
+        if client_id is None:
+            if not clients:
+                raise InputError(f"consumer group '{group}' has no online client to resend to")
+            client_id = clients[0]
+        elif client_id not in clients:
+            raise InputError(f"client '{client_id}' is not online in group '{group}'")
+        header = ConsumeMessageDirectlyResultRequestHeader(
+            consumer_group=group, client_id=client_id, msg_id=msg.offset_msg_id,
+            broker_name=None)
+        response = await self.admin.invoke(
+            msg.store_host, RequestCode.CONSUME_MESSAGE_DIRECTLY, header,
+            timeout=max(self.admin.timeout * 3, 12.0))
+        result = ConsumeMessageDirectlyResult.decode(response.body or b"{}")
+        log.info("dashboard.message_resent", user=user, msg_id=msg_id, group=group,
+                 client_id=client_id, result=result.consume_result)
+        return {"msg_id": msg_id, "group": group, "client_id": client_id,
+                "consume_result": result.consume_result, "remark": result.remark,
+                "spent_time_ms": result.spent_time_mills}
+
+    # -- live samples -------------------------------------------------------------------
+
+    async def sample(self, groups: list[str]) -> dict[str, Any]:
+        """One live sample: TPS in/out per broker and lag per group (``sampler``)."""
+        info: ClusterInfo = await self.admin.cluster_info()
+        masters = sorted((name, bd.broker_addrs[MixAll.MASTER_ID])
+                         for name, bd in info.broker_addr_table.items()
+                         if MixAll.MASTER_ID in bd.broker_addrs)
+        runtimes = await self._each(self.admin.broker_runtime_info, [a for _n, a in masters])
+        tps = {}
+        for (name, _addr), rt in zip(masters, runtimes, strict=True):
+            if isinstance(rt, dict):
+                tps[name] = {"put_tps": first_tps(rt.get("putTps")),
+                             "get_tps": first_tps(rt.get("getTransferedTps"))}
+        stats = await self._each(self.admin.consume_stats, groups)
+        lag = {g: s.compute_total_diff() for g, s in zip(groups, stats, strict=True)
+               if isinstance(s, ConsumeStats)}
+        return {"brokers": tps, "lag": lag}
+
+
+def _is_system_group(group: str) -> bool:
+    return group in _SYSTEM_GROUPS or MixAll.is_sys_consumer_group(group)
+
+
+_SYSTEM_GROUPS = frozenset({
+    MixAll.DEFAULT_CONSUMER_GROUP, MixAll.TOOLS_CONSUMER_GROUP, MixAll.FILTERSRV_CONSUMER_GROUP,
+    MixAll.MONITOR_CONSUMER_GROUP, MixAll.SELF_TEST_CONSUMER_GROUP, MixAll.ONS_HTTP_PROXY_GROUP,
+    MixAll.CID_ONSAPI_PERMISSION_GROUP, MixAll.CID_ONSAPI_OWNER_GROUP,
+    MixAll.CID_ONSAPI_PULL_GROUP, MixAll.DEFAULT_PRODUCER_GROUP,
+    MixAll.CLIENT_INNER_PRODUCER_GROUP, MixAll.SELF_TEST_PRODUCER_GROUP,
+})
+
+
+def _perm_text(perm: int) -> str:
+    return ("R" if Perm.readable(perm) else "-") + ("W" if Perm.writeable(perm) else "-")
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, MQBrokerError):
+        return f"CODE: {exc.code} DESC: {exc.remark}"
+    return f"{type(exc).__name__}: {exc}"

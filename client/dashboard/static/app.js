@@ -1,0 +1,570 @@
+// mqdashboard pages: a hash router over the JSON API in client/dashboard/routes.py.
+// No framework and no CDN. Every value from the cluster goes into the page as text
+// (h() builds elements; nothing is assigned to innerHTML), so a topic or a message body
+// cannot inject markup. State-changing calls carry the session's CSRF token.
+"use strict";
+
+const state = { session: null, timers: [], gen: 0 };
+
+// -- small helpers ----------------------------------------------------------------------
+
+function h(tag, attrs, ...children) {
+  const svg = tag.startsWith("svg:");
+  const el = svg ? document.createElementNS("http://www.w3.org/2000/svg", tag.slice(4))
+                 : document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === null || v === undefined || v === false) continue;
+    if (k.startsWith("on")) el.addEventListener(k.slice(2), v);
+    else if (k === "value" && !svg) el.value = v;
+    else el.setAttribute(k, v === true ? "" : String(v));
+  }
+  for (const c of children.flat(Infinity)) {
+    if (c === null || c === undefined || c === false) continue;
+    el.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+  return el;
+}
+
+const fmt = {
+  num: (n) => (n === null || n === undefined) ? "-" : Number(n).toLocaleString("en-US"),
+  tps: (n) => (n === null || n === undefined) ? "-" : Number(n).toFixed(2),
+  pct: (r) => (r === null || r === undefined) ? "-" : (r * 100).toFixed(1) + "%",
+  time: (ms) => (!ms || ms <= 0) ? "-" : new Date(ms).toLocaleString("sv-SE"),
+  bytes: (n) => {
+    if (n === null || n === undefined) return "-";
+    const u = ["B", "KiB", "MiB", "GiB", "TiB"]; let i = 0; let v = n;
+    while (v >= 1024 && i < u.length - 1) { v /= 1024; i++; }
+    return (i ? v.toFixed(1) : v) + " " + u[i];
+  },
+};
+
+async function api(method, path, body) {
+  const opts = { method, headers: {}, credentials: "same-origin" };
+  if (method !== "GET" && state.session && state.session.csrf_token) {
+    opts.headers["X-CSRF-Token"] = state.session.csrf_token;
+  }
+  if (body !== undefined) {
+    opts.headers["Content-Type"] = "application/json";
+    opts.body = JSON.stringify(body);
+  }
+  const resp = await fetch(path, opts);
+  let data = null;
+  try { data = await resp.json(); } catch (e) { data = { error: resp.statusText }; }
+  if (resp.status === 401 && state.session && state.session.login_required) {
+    location.hash = "#/login";
+  }
+  if (!resp.ok) throw new Error(data && data.error ? data.error : resp.status + " " + resp.statusText);
+  return data;
+}
+
+function flash(message, kind) {
+  const el = document.getElementById("flash");
+  el.textContent = message;
+  el.className = kind || "ok";
+  el.hidden = false;
+  state.keepFlash = true;  // survives the re-render that follows an action
+}
+function clearFlash() { document.getElementById("flash").hidden = true; }
+
+async function guarded(fn) {
+  try { return await fn(); } catch (e) { flash(e.message, "error"); return undefined; }
+}
+
+function table(columns, rows, opts) {
+  opts = opts || {};
+  const head = h("tr", {}, columns.map((c) => h("th", { class: c.num ? "num" : null }, c.title)));
+  const body = rows.map((r) => h("tr", {
+    class: opts.onClick ? "clickable" : null,
+    "data-key": opts.key ? opts.key(r) : null,
+    onclick: opts.onClick ? () => opts.onClick(r) : null,
+  }, columns.map((c) => h("td", { class: c.num ? "num" : null, "data-col": c.id || null },
+                         c.render ? c.render(r) : r[c.key]))));
+  if (!rows.length) body.push(h("tr", {}, h("td", { colspan: columns.length, class: "muted" },
+                                             opts.empty || "nothing to show")));
+  return h("table", { id: opts.id || null }, h("thead", {}, head), h("tbody", {}, body));
+}
+
+function confirmByName(title, text, name) {
+  const dlg = document.getElementById("confirm-dialog");
+  const input = document.getElementById("confirm-input");
+  const ok = document.getElementById("confirm-ok");
+  document.getElementById("confirm-title").textContent = title;
+  document.getElementById("confirm-text").textContent = text;
+  document.getElementById("confirm-name").textContent = name;
+  input.value = "";
+  ok.disabled = true;
+  input.oninput = () => { ok.disabled = input.value !== name; };
+  return new Promise((resolve) => {
+    document.getElementById("confirm-cancel").onclick = () => dlg.close("cancel");
+    dlg.onclose = () => resolve(dlg.returnValue === "ok" && input.value === name ? name : null);
+    dlg.returnValue = "";
+    dlg.showModal();
+    input.focus();
+  });
+}
+
+// A periodic refresh that belongs to the page being shown: a newer route stops it.
+function every(ms, fn, immediate) {
+  const gen = state.gen;
+  if (immediate !== false) fn();
+  const id = setInterval(() => { if (gen === state.gen) fn(); else clearInterval(id); }, ms);
+  state.timers.push(id);
+}
+function stopTimers() { state.timers.forEach(clearInterval); state.timers = []; }
+
+function localInput(ms) {  // epoch ms -> value of an <input type=datetime-local>
+  const d = new Date(ms - new Date(ms).getTimezoneOffset() * 60000);
+  return d.toISOString().slice(0, 19);
+}
+
+function stat(label, value, id) {
+  return h("div", { class: "card stat" }, h("div", { class: "k" }, label),
+           h("div", { class: "v", id: id || null }, value));
+}
+
+// -- a tiny SVG line chart ----------------------------------------------------------------
+
+const COLORS = ["#1f6feb", "#e8590c", "#2e7d32", "#8e24aa", "#c62828", "#00838f", "#6d4c41"];
+
+function lineChart(title, series, id, format) {
+  format = format || fmt.tps;
+  const W = 600, H = 220, L = 48, R = 10, T = 10, B = 24;
+  const pts = series.flatMap((s) => s.points);
+  const svg = h("svg:svg", { viewBox: `0 0 ${W} ${H}`, role: "img",
+                             "aria-label": title });
+  const wrap = h("div", { class: "chart", id: id || null }, h("h3", {}, title), svg);
+  if (!pts.length) { wrap.append(h("p", { class: "muted" }, "waiting for samples...")); return wrap; }
+  const t0 = Math.min(...pts.map((p) => p[0])), t1 = Math.max(...pts.map((p) => p[0]));
+  const vmax = Math.max(1, ...pts.map((p) => p[1]));
+  const x = (t) => L + (t1 === t0 ? 0 : (t - t0) / (t1 - t0)) * (W - L - R);
+  const y = (v) => T + (1 - v / vmax) * (H - T - B);
+  for (let i = 0; i <= 4; i++) {
+    const v = (vmax * i) / 4;
+    svg.append(h("svg:line", { x1: L, x2: W - R, y1: y(v), y2: y(v), stroke: "#e3e8ef" }));
+    svg.append(h("svg:text", { x: L - 4, y: y(v) + 4, "text-anchor": "end", "font-size": 10,
+                               fill: "#6b7785" }, v >= 10 ? Math.round(v) : v.toFixed(1)));
+  }
+  svg.append(h("svg:text", { x: L, y: H - 6, "font-size": 10, fill: "#6b7785" },
+               new Date(t0).toLocaleTimeString("sv-SE")));
+  svg.append(h("svg:text", { x: W - R, y: H - 6, "font-size": 10, fill: "#6b7785",
+                             "text-anchor": "end" }, new Date(t1).toLocaleTimeString("sv-SE")));
+  const legend = h("div", { class: "legend" });
+  series.forEach((s, i) => {
+    const color = COLORS[i % COLORS.length];
+    svg.append(h("svg:polyline", { fill: "none", stroke: color, "stroke-width": 2,
+                                   "data-series": s.name,
+                                   points: s.points.map((p) => `${x(p[0])},${y(p[1])}`).join(" ") }));
+    const last = s.points.length ? s.points[s.points.length - 1][1] : 0;
+    legend.append(h("span", { "data-series": s.name }, h("i", { style: null, class: "sw" + i }),
+                    `${s.name}: ${format(last)}`));
+  });
+  legend.querySelectorAll("i").forEach((el, i) => { el.style.background = COLORS[i % COLORS.length]; });
+  wrap.append(legend);
+  return wrap;
+}
+
+// -- pages ----------------------------------------------------------------------------------
+
+async function pageCluster(main) {
+  const data = await api("GET", "/api/cluster");
+  main.replaceChildren(h("h2", {}, "Cluster"),
+    h("p", { class: "muted" }, "Name servers: " + data.namesrv_addr));
+  for (const c of data.clusters) {
+    main.append(h("h3", {}, "Cluster " + c.name), table([
+      { title: "Broker", render: (b) => b.broker_name },
+      { title: "Role", render: (b) => h("span", { class: "badge " + b.role.toLowerCase() },
+                                         `${b.role} (${b.broker_id})`) },
+      { title: "Address", key: "addr" },
+      { title: "Version", key: "version" },
+      { title: "TPS in", num: true, id: "put_tps", render: (b) => fmt.tps(b.put_tps) },
+      { title: "TPS out", num: true, id: "get_tps", render: (b) => fmt.tps(b.get_tps) },
+      { title: "Put today", num: true, id: "put_today", render: (b) => fmt.num(b.msg_put_today) },
+      { title: "Get today", num: true, render: (b) => fmt.num(b.msg_get_today) },
+      { title: "Disk used", num: true, render: (b) => fmt.pct(b.disk_ratio) },
+      { title: "Capacity", render: (b) => b.disk_capacity || "-" },
+      { title: "Replication lag", num: true, id: "repl_lag",
+        render: (b) => b.role === "MASTER" ? "-" : fmt.bytes(b.replication_lag_bytes) },
+      { title: "", render: (b) => b.error ? h("span", { class: "lag-bad" }, b.error) : "" },
+    ], c.brokers, { id: "brokers-" + c.name, key: (b) => b.broker_name + "/" + b.broker_id }));
+  }
+}
+
+async function pageTopics(main, query) {
+  const q = query.get("q") || "";
+  const kinds = query.get("kinds") || "normal";
+  const data = await api("GET", `/api/topics?q=${encodeURIComponent(q)}&kinds=${kinds}`);
+  const search = h("input", { id: "topic-search", placeholder: "search topics", value: q });
+  const sys = h("input", { type: "checkbox", id: "topic-all-kinds",
+                           checked: kinds !== "normal" ? true : null });
+  const go = () => {
+    const k = sys.checked ? "normal,retry,dlq,system" : "normal";
+    location.hash = `#/topics?q=${encodeURIComponent(search.value)}&kinds=${k}`;
+  };
+  search.addEventListener("keydown", (e) => { if (e.key === "Enter") go(); });
+  const name = h("input", { id: "new-topic-name", placeholder: "TopicName", required: true });
+  const cluster = h("select", { id: "new-topic-cluster" },
+                    data.clusters.map((c) => h("option", { value: c }, c)));
+  const rq = h("input", { id: "new-topic-read", type: "number", value: 4, min: 1, max: 1024 });
+  const wq = h("input", { id: "new-topic-write", type: "number", value: 4, min: 1, max: 1024 });
+  const perm = h("select", { id: "new-topic-perm" }, h("option", { value: 6 }, "RW (6)"),
+                 h("option", { value: 4 }, "R (4)"), h("option", { value: 2 }, "W (2)"));
+  const create = h("form", { class: "inline card", id: "create-topic-form", onsubmit: async (e) => {
+    e.preventDefault();
+    const r = await guarded(() => api("POST", "/api/topics", {
+      topic: name.value.trim(), cluster: cluster.value, read_queue_nums: Number(rq.value),
+      write_queue_nums: Number(wq.value), perm: Number(perm.value) }));
+    if (r) { flash(`Topic ${r.topic} created on ${r.brokers.join(", ")}`); route(); }
+  } }, h("label", {}, "New topic", name), h("label", {}, "Cluster", cluster),
+     h("label", {}, "Read queues", rq), h("label", {}, "Write queues", wq),
+     h("label", {}, "Perm", perm), h("button", { class: "primary", id: "create-topic" }, "Create"));
+  main.replaceChildren(h("h2", {}, "Topics"),
+    h("div", { class: "toolbar" }, h("label", {}, "Search", search),
+      h("label", {}, h("span", {}, "Retry, DLQ and system too"), sys),
+      h("button", { onclick: go, id: "topic-search-go" }, "Search")),
+    create,
+    table([{ title: "Topic", key: "topic", id: "topic" }, { title: "Kind", key: "kind" }],
+          data.topics, { id: "topic-list", key: (t) => t.topic,
+                         onClick: (t) => { location.hash = "#/topics/" + encodeURIComponent(t.topic); } }));
+  sys.addEventListener("change", go);
+}
+
+async function pageTopic(main, topic) {
+  const t = await api("GET", "/api/topics/" + encodeURIComponent(topic));
+  const body = h("textarea", { id: "send-body", placeholder: "message body" });
+  const tags = h("input", { id: "send-tags", placeholder: "tags" });
+  const keys = h("input", { id: "send-keys", placeholder: "keys" });
+  const result = h("div", { id: "send-result" });
+  const send = h("form", { class: "card", id: "send-form", onsubmit: async (e) => {
+    e.preventDefault();
+    const r = await guarded(() => api("POST", `/api/topics/${encodeURIComponent(topic)}/messages`,
+                                      { body: body.value, tags: tags.value, keys: keys.value }));
+    if (r) {
+      result.replaceChildren(`Sent: ${r.status}, msgId `,
+        h("a", { href: `#/messages/${r.msg_id}?topic=${encodeURIComponent(topic)}`, id: "sent-msg-id" }, r.msg_id),
+        ` to ${r.broker_name} queue ${r.queue_id} offset ${r.queue_offset}`);
+    }
+  } }, h("h3", {}, "Send a test message"), body,
+     h("div", { class: "inline" }, h("label", {}, "Tags", tags), h("label", {}, "Keys", keys),
+       h("button", { class: "primary", id: "send-button" }, "Send")), result);
+  const qd = t.queue_datas[0] || { read_queue_nums: 4, write_queue_nums: 4, perm: 6 };
+  const rq = h("input", { id: "upd-read", type: "number", value: qd.read_queue_nums, min: 1 });
+  const wq = h("input", { id: "upd-write", type: "number", value: qd.write_queue_nums, min: 1 });
+  const clusters = [...new Set(t.brokers.map((b) => b.cluster).filter(Boolean))];
+  const update = h("form", { class: "inline card", id: "update-topic-form", onsubmit: async (e) => {
+    e.preventDefault();
+    for (const c of clusters) {
+      const r = await guarded(() => api("POST", "/api/topics", { topic, cluster: c,
+        read_queue_nums: Number(rq.value), write_queue_nums: Number(wq.value), perm: qd.perm }));
+      if (!r) return;
+    }
+    flash(`Topic ${topic} updated`); route();
+  } }, h("label", {}, "Read queues", rq), h("label", {}, "Write queues", wq),
+     h("button", { id: "update-topic" }, "Update"),
+     h("button", { type: "button", class: "danger", id: "delete-topic", onclick: async () => {
+       const ok = await confirmByName("Delete topic",
+         `Delete topic ${topic} from every broker and name server? Its messages become unreachable.`, topic);
+       if (!ok) return;
+       const r = await guarded(() => api("DELETE", "/api/topics/" + encodeURIComponent(topic), { confirm: ok }));
+       if (r) { flash(`Topic ${topic} deleted`); location.hash = "#/topics"; }
+     } }, "Delete topic"));
+  main.replaceChildren(
+    h("h2", {}, "Topic ", h("span", { id: "topic-name" }, t.topic)),
+    h("div", { class: "cards" }, stat("Messages", fmt.num(t.total_messages), "topic-total"),
+      stat("Queues", t.queues.length, "topic-queues"),
+      stat("Consumer groups", t.consumer_groups.length)),
+    h("h3", {}, "Route"),
+    table([{ title: "Broker", key: "broker_name" }, { title: "Cluster", key: "cluster" },
+           { title: "Addresses", render: (b) => Object.entries(b.addrs).map(([k, v]) => `${k}: ${v}`).join(", ") }],
+          t.brokers),
+    table([{ title: "Broker", key: "broker_name" }, { title: "Read queues", key: "read_queue_nums", num: true },
+           { title: "Write queues", key: "write_queue_nums", num: true }, { title: "Perm", key: "perm_text" }],
+          t.queue_datas),
+    h("h3", {}, "Queues"),
+    table([{ title: "Broker", key: "broker_name" }, { title: "Queue", key: "queue_id", num: true },
+           { title: "Min offset", key: "min_offset", num: true, id: "min" },
+           { title: "Max offset", key: "max_offset", num: true, id: "max" },
+           { title: "Messages", key: "messages", num: true, id: "messages" },
+           { title: "Last update", render: (q) => fmt.time(q.last_update_timestamp) }],
+          t.queues, { id: "queue-table", key: (q) => q.broker_name + "/" + q.queue_id }),
+    h("h3", {}, "Consumer groups"),
+    h("p", { id: "topic-groups" }, t.consumer_groups.length ? t.consumer_groups.map((g) =>
+      [h("a", { href: "#/groups/" + encodeURIComponent(g) }, g), " "]) : h("span", { class: "muted" }, "none")),
+    send, h("h3", {}, "Update or delete"), update);
+}
+
+async function pageGroups(main, query) {
+  const q = query.get("q") || "";
+  const search = h("input", { id: "group-search", placeholder: "search groups", value: q });
+  search.addEventListener("keydown", (e) => {
+    if (e.key === "Enter") location.hash = "#/groups?q=" + encodeURIComponent(search.value);
+  });
+  const render = (data) => table([{ title: "Group", key: "group", id: "group" },
+           { title: "Members", key: "members", num: true, id: "members" },
+           { title: "Type", render: (g) => g.consume_type || "-" },
+           { title: "Model", render: (g) => g.message_model || "-" },
+           { title: "Version", render: (g) => g.version || "-" },
+           { title: "Consume TPS", num: true, render: (g) => fmt.tps(g.consume_tps) },
+           { title: "Lag", num: true, id: "lag", render: (g) => fmt.num(g.lag) },
+           { title: "Topics", render: (g) => (g.topics || []).join(", ") }],
+          data.groups, { id: "group-list", key: (g) => g.group,
+                         onClick: (g) => { location.hash = "#/groups/" + encodeURIComponent(g.group); } });
+  const list = render(await api("GET", "/api/groups?q=" + encodeURIComponent(q)));
+  main.replaceChildren(h("h2", {}, "Consumer groups"),
+    h("div", { class: "toolbar" }, search, h("span", { class: "muted" }, "refreshed every 5 s")), list);
+  let current = list;
+  every(5000, async () => {  // lag and TPS move: redraw the table only
+    const data = await guarded(() => api("GET", "/api/groups?q=" + encodeURIComponent(q)));
+    if (data && current.isConnected) { const next = render(data); current.replaceWith(next); current = next; }
+  }, false);
+}
+
+async function pageGroup(main, group) {
+  const g = await api("GET", "/api/groups/" + encodeURIComponent(group));
+  const topics = [...new Set([...Object.keys(g.lag_by_topic), ...g.subscriptions.map((s) => s.topic)])]
+    .filter((t) => !t.startsWith("%RETRY%"));
+  const topicSel = h("select", { id: "reset-topic" }, topics.map((t) => h("option", { value: t }, t)));
+  const when = h("input", { id: "reset-time", type: "datetime-local", step: 1,
+                            value: localInput(Date.now() - 3600 * 1000) });
+  const reset = async (timestamp, what) => {
+    const ok = await confirmByName(what, `${what} of group ${group} on topic ${topicSel.value}?`, group);
+    if (!ok) return;
+    const r = await guarded(() => api("POST", `/api/groups/${encodeURIComponent(group)}/reset`,
+                                      { topic: topicSel.value, timestamp_ms: timestamp, confirm: ok }));
+    if (r) { flash(`Offsets of ${group} on ${r.topic} reset (${r.mode}): ${r.offsets.length} queue(s)`); route(); }
+  };
+  main.replaceChildren(
+    h("h2", {}, "Consumer group ", h("span", { id: "group-name" }, g.group)),
+    h("div", { class: "cards" }, stat("Total lag", fmt.num(g.lag), "group-lag"),
+      stat("Consume TPS", fmt.tps(g.consume_tps), "group-tps"),
+      stat("Members", g.members.length, "group-members"),
+      stat("State", g.online ? "online" : "offline", "group-state")),
+    h("p", { class: "muted" }, `Consume type: ${g.consume_type || "-"}, model: ${g.message_model || "-"}, ` +
+      `from: ${g.consume_from_where || "-"}`),
+    h("h3", {}, "Members"),
+    table([{ title: "Client id", key: "client_id" }, { title: "Address", key: "client_addr" },
+           { title: "Language", key: "language" }, { title: "Version", key: "version" }],
+          g.members, { id: "member-table", empty: "no online client" }),
+    h("h3", {}, "Subscriptions"),
+    table([{ title: "Topic", key: "topic" }, { title: "Expression", key: "expression" },
+           { title: "Type", key: "expression_type" }], g.subscriptions, { empty: "no online client" }),
+    h("h3", {}, "Lag per queue"),
+    table([{ title: "Topic", key: "topic" }, { title: "Broker", key: "broker_name" },
+           { title: "Queue", key: "queue_id", num: true },
+           { title: "Broker offset", key: "broker_offset", num: true },
+           { title: "Consumer offset", key: "consumer_offset", num: true, id: "consumer_offset" },
+           { title: "Lag", num: true, id: "lag", render: (q) => h("span", { class: q.lag > 0 ? "lag-bad" : null }, fmt.num(q.lag)) },
+           { title: "Last consumed", render: (q) => fmt.time(q.last_timestamp) }],
+          g.queues, { id: "lag-table", key: (q) => `${q.topic}/${q.broker_name}/${q.queue_id}` }),
+    h("h3", {}, "Reset offset"),
+    h("div", { class: "inline card" }, h("label", {}, "Topic", topicSel), h("label", {}, "To time", when),
+      h("button", { class: "danger", id: "reset-button", onclick: () =>
+        reset(new Date(when.value).getTime(), "Reset offsets") }, "Reset to time"),
+      h("button", { class: "danger", id: "skip-button", onclick: () => reset(-1, "Skip the backlog") },
+        "Skip backlog")));
+}
+
+async function pageMessages(main, query) {
+  const now = Date.now();
+  const topic = h("input", { id: "msg-topic", placeholder: "topic", value: query.get("topic") || "" });
+  const begin = h("input", { id: "msg-begin", type: "datetime-local", step: 1,
+                             value: localInput(Number(query.get("begin")) || now - 3600 * 1000) });
+  const end = h("input", { id: "msg-end", type: "datetime-local", step: 1,
+                           value: localInput(Number(query.get("end")) || now + 60 * 1000) });
+  const key = h("input", { id: "msg-key", placeholder: "message key", value: query.get("key") || "" });
+  const id = h("input", { id: "msg-id", placeholder: "message id or unique key", size: 36 });
+  const results = h("div", { id: "msg-results" });
+  const show = (data) => {
+    results.replaceChildren(
+      h("p", { class: "muted", id: "msg-count" }, `${data.messages.length} message(s)` +
+        (data.truncated ? " (truncated: narrow the time range)" : "")),
+      table([{ title: "Message id", key: "msg_id", id: "msg_id" }, { title: "Tags", key: "tags" },
+             { title: "Keys", key: "keys", id: "keys" }, { title: "Queue", key: "queue_id", num: true },
+             { title: "Offset", key: "queue_offset", num: true },
+             { title: "Stored", render: (m) => fmt.time(m.store_timestamp) },
+             { title: "Size", num: true, render: (m) => fmt.bytes(m.body_size) }],
+            data.messages, { id: "msg-table", key: (m) => m.msg_id,
+              onClick: (m) => { location.hash = `#/messages/${m.msg_id}?topic=${encodeURIComponent(m.topic)}`; } }));
+  };
+  const byTime = async (e) => {
+    e.preventDefault();
+    const b = new Date(begin.value).getTime(), en = new Date(end.value).getTime();
+    const r = await guarded(() => api("GET", `/api/messages?topic=${encodeURIComponent(topic.value)}&begin=${b}&end=${en}`));
+    if (r) { clearFlash(); show(r); }
+  };
+  const byKey = async (e) => {
+    e.preventDefault();
+    const r = await guarded(() => api("GET", `/api/messages?topic=${encodeURIComponent(topic.value)}&key=${encodeURIComponent(key.value)}`));
+    if (r) { clearFlash(); show(r); }
+  };
+  const byId = (e) => {
+    e.preventDefault();
+    location.hash = `#/messages/${encodeURIComponent(id.value.trim())}?topic=${encodeURIComponent(topic.value)}`;
+  };
+  main.replaceChildren(h("h2", {}, "Messages"),
+    h("div", { class: "toolbar" }, h("label", {}, "Topic", topic)),
+    h("form", { class: "inline card", id: "by-time", onsubmit: byTime }, h("label", {}, "From", begin),
+      h("label", {}, "To", end), h("button", { class: "primary", id: "search-time" }, "Search by time")),
+    h("form", { class: "inline card", id: "by-key", onsubmit: byKey }, h("label", {}, "Key", key),
+      h("button", { class: "primary", id: "search-key" }, "Search by key")),
+    h("form", { class: "inline card", id: "by-id", onsubmit: byId }, h("label", {}, "Message id", id),
+      h("button", { class: "primary", id: "search-id" }, "Look up")),
+    results);
+  if (query.get("key") && topic.value) await byKey(new Event("submit"));
+}
+
+async function pageMessage(main, msgId, query) {
+  const topic = query.get("topic") || "";
+  const preview = query.get("preview") || "text";
+  const m = await api("GET", `/api/messages/${encodeURIComponent(msgId)}?topic=${encodeURIComponent(topic)}&preview=${preview}`);
+  const mode = h("select", { id: "preview-mode", onchange: () => {
+    location.hash = `#/messages/${encodeURIComponent(msgId)}?topic=${encodeURIComponent(topic)}&preview=${mode.value}`;
+  } }, ["text", "json", "hex"].map((p) => h("option", { value: p, selected: p === preview ? true : null }, p)));
+  const group = h("select", { id: "resend-group" }, m.consumer_groups.map((g) => h("option", { value: g }, g)));
+  const resendOut = h("span", { id: "resend-result" });
+  main.replaceChildren(h("h2", {}, "Message ", h("span", { id: "message-id" }, m.msg_id)),
+    table([{ title: "Field", key: "k" }, { title: "Value", key: "v", id: "value" }], [
+      { k: "Topic", v: m.topic }, { k: "Tags", v: m.tags || "-" }, { k: "Keys", v: m.keys || "-" },
+      { k: "Queue", v: `${m.queue_id} @ ${m.queue_offset}` }, { k: "Offset message id", v: m.offset_msg_id },
+      { k: "Born", v: `${fmt.time(m.born_timestamp)} from ${m.born_host}` },
+      { k: "Stored", v: `${fmt.time(m.store_timestamp)} at ${m.store_host}` },
+      { k: "Body size", v: fmt.bytes(m.body.size) }, { k: "Reconsume times", v: m.reconsume_times }],
+      { id: "message-fields", key: (r) => r.k }),
+    h("h3", {}, "Body ", mode),
+    m.body.note ? h("p", { class: "muted", id: "body-note" }, m.body.note) : "",
+    h("pre", { id: "message-body" }, m.body.content),
+    m.body.truncated ? h("p", { class: "muted" }, "preview truncated") : "",
+    h("h3", {}, "Properties"),
+    table([{ title: "Key", key: "k" }, { title: "Value", key: "v" }],
+          Object.entries(m.properties).map(([k, v]) => ({ k, v })), { id: "property-table", key: (r) => r.k }),
+    h("h3", {}, "Resend to a consumer group"),
+    h("div", { class: "inline card" }, h("label", {}, "Group", group),
+      h("button", { id: "resend-button", onclick: async () => {
+        const r = await guarded(() => api("POST", `/api/messages/${encodeURIComponent(msgId)}/resend`,
+                                          { group: group.value, topic: m.topic }));
+        if (r) resendOut.textContent = `${r.consume_result} by ${r.client_id}`;
+      } }, "Resend"), resendOut));
+}
+
+async function pageConnections(main, query) {
+  const pg = query.get("producer_group") || "", pt = query.get("topic") || "";
+  const data = await api("GET", `/api/connections?producer_group=${encodeURIComponent(pg)}&topic=${encodeURIComponent(pt)}`);
+  const group = h("input", { id: "producer-group", placeholder: "producer group", value: pg });
+  const topic = h("input", { id: "producer-topic", placeholder: "topic", value: pt });
+  main.replaceChildren(h("h2", {}, "Connections"), h("h3", {}, "Consumers"));
+  const rows = data.consumers.flatMap((c) => c.members.map((m) => ({ group: c.group, ...m })));
+  main.append(table([{ title: "Group", key: "group" }, { title: "Client id", key: "client_id" },
+                     { title: "Address", key: "client_addr" }, { title: "Language", key: "language" },
+                     { title: "Version", key: "version" }], rows,
+                    { id: "consumer-connections", key: (r) => r.group, empty: "no online consumer" }));
+  main.append(h("h3", {}, "Producers"),
+    h("form", { class: "inline card", onsubmit: (e) => {
+      e.preventDefault();
+      location.hash = `#/connections?producer_group=${encodeURIComponent(group.value)}&topic=${encodeURIComponent(topic.value)}`;
+    } }, h("label", {}, "Producer group", group), h("label", {}, "Topic", topic),
+      h("button", { class: "primary", id: "producer-lookup" }, "Look up")));
+  if (data.producers) {
+    main.append(table([{ title: "Client id", key: "client_id" }, { title: "Address", key: "client_addr" },
+                       { title: "Language", key: "language" }, { title: "Version", key: "version" }],
+                      data.producers.members, { id: "producer-connections", empty: "no producer of this group" }));
+  }
+}
+
+async function pageLive(main) {
+  const charts = h("div", { id: "live-charts" });
+  const status = h("p", { class: "muted", id: "live-status" }, "sampling...");
+  main.replaceChildren(h("h2", {}, "Live"), status, charts);
+  every(2000, async () => {
+    const live = await guarded(() => api("GET", "/api/live"));
+    if (!live) return;
+    const samples = live.samples;
+    const brokers = [...new Set(samples.flatMap((s) => Object.keys(s.brokers)))].sort();
+    const groups = [...new Set(samples.flatMap((s) => Object.keys(s.lag)))].sort();
+    const series = (pick, names) => names.map((n) => ({ name: n,
+      points: samples.filter((s) => pick(s, n) !== undefined).map((s) => [s.t, pick(s, n)]) }));
+    const last = samples[samples.length - 1];
+    status.textContent = live.last_error
+      ? "last sample failed: " + live.last_error
+      : `${samples.length} sample(s), one every ${live.interval_ms / 1000} s; last ${last ? fmt.time(last.t) : "-"}`;
+    charts.replaceChildren(h("div", { class: "grid2" },
+      lineChart("TPS in (put) per broker", series((s, n) => s.brokers[n] && s.brokers[n].put_tps, brokers), "chart-put"),
+      lineChart("TPS out (get) per broker", series((s, n) => s.brokers[n] && s.brokers[n].get_tps, brokers), "chart-get")),
+      h("div", { class: "grid2" },
+      lineChart("Lag per consumer group", series((s, n) => s.lag[n], groups), "chart-lag", fmt.num),
+      table([{ title: "Group", key: "g" }, { title: "Lag now", key: "v", num: true, id: "lag" }],
+            groups.map((g) => ({ g, v: last && last.lag[g] !== undefined ? fmt.num(last.lag[g]) : "-" })),
+            { id: "live-lag", key: (r) => r.g })));
+  });
+}
+
+function pageLogin(main) {
+  const user = h("input", { id: "login-user", autocomplete: "username" });
+  const pass = h("input", { id: "login-password", type: "password", autocomplete: "current-password" });
+  main.replaceChildren(h("form", { class: "card login", id: "login-form", onsubmit: async (e) => {
+    e.preventDefault();
+    const s = await guarded(() => api("POST", "/api/login", { username: user.value, password: pass.value }));
+    if (s) { state.session = s; clearFlash(); showWho(); location.hash = "#/cluster"; }
+  } }, h("h2", {}, "Sign in"), h("label", {}, "User", user), h("label", {}, "Password", pass),
+     h("button", { class: "primary", id: "login-button" }, "Sign in")));
+}
+
+function showWho() {
+  const who = document.getElementById("whoami");
+  const s = state.session;
+  if (!s || !s.authenticated) { who.replaceChildren(); return; }
+  who.replaceChildren(`${s.user} (${s.role})`, s.login_required ? h("button", { id: "logout", onclick: async () => {
+    await guarded(() => api("POST", "/api/logout", {}));
+    state.session = await api("GET", "/api/session");
+    showWho(); location.hash = "#/login";
+  } }, "Sign out") : "");
+}
+
+const PAGES = [
+  [/^\/cluster$/, (m) => pageCluster(m), "cluster"],
+  [/^\/topics$/, (m, q) => pageTopics(m, q), "topics"],
+  [/^\/topics\/(.+)$/, (m, q, a) => pageTopic(m, a), "topics"],
+  [/^\/groups$/, (m, q) => pageGroups(m, q), "groups"],
+  [/^\/groups\/(.+)$/, (m, q, a) => pageGroup(m, a), "groups"],
+  [/^\/messages$/, (m, q) => pageMessages(m, q), "messages"],
+  [/^\/messages\/(.+)$/, (m, q, a) => pageMessage(m, a, q), "messages"],
+  [/^\/connections$/, (m, q) => pageConnections(m, q), "connections"],
+  [/^\/live$/, (m) => pageLive(m), "live"],
+  [/^\/login$/, (m) => pageLogin(m), "login"],
+];
+
+async function route() {
+  stopTimers();
+  const gen = ++state.gen;
+  await state.ready;
+  const raw = location.hash.slice(1) || "/cluster";
+  const [path, qs] = raw.split("?");
+  const query = new URLSearchParams(qs || "");
+  const main = document.getElementById("main");
+  if (state.session.login_required && !state.session.authenticated && path !== "/login") {
+    location.hash = "#/login"; return;
+  }
+  for (const [re, fn, nav] of PAGES) {
+    const m = re.exec(path);
+    if (!m) continue;
+    document.querySelectorAll("#nav a").forEach((a) => a.classList.toggle("active", a.dataset.page === nav));
+    main.setAttribute("aria-busy", "true");
+    // Each page renders into its own element, shown only if no newer route started meanwhile.
+    const view = h("div", { class: "view" });
+    try {
+      await fn(view, query, m[1] ? decodeURIComponent(m[1]) : undefined);
+      if (state.keepFlash) state.keepFlash = false; else clearFlash();
+    } catch (e) {
+      view.replaceChildren(h("h2", {}, "Error"), h("p", { class: "lag-bad", id: "page-error" }, e.message));
+    }
+    if (gen !== state.gen) return;
+    main.replaceChildren(view);
+    main.dataset.page = nav;
+    main.dataset.route = raw;
+    main.setAttribute("aria-busy", "false");
+    return;
+  }
+  main.replaceChildren(h("h2", {}, "Not found"), h("p", {}, "No page " + path));
+}
+
+state.ready = api("GET", "/api/session").then((s) => { state.session = s; showWho(); });
+window.addEventListener("hashchange", () => { route(); });
+window.addEventListener("DOMContentLoaded", () => { route(); });
