@@ -8,12 +8,12 @@ PY     := $(VENV)/bin/python
 PIP    := $(VENV)/bin/pip
 INTEROP := tests/interop
 
-.PHONY: run test venv interop-deps java-deps java-tools lint typecheck bench clean
+.PHONY: run test venv interop-deps java-deps java-tools browser-deps lint typecheck bench clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
-	$(PIP) install -q -e '.[dev,spark]'
+	$(PIP) install -q -e '.[dev,spark,dashboard]'
 	touch $@
 
 venv: $(VENV)/.installed
@@ -37,10 +37,15 @@ java-tools:
 
 java-deps: $(JAVA_DIR)/target/.built
 
+# Debian's chromium for tests/browser (driven by Playwright with executable_path; never
+# `playwright install`, which downloads its own browser).
+browser-deps:
+	command -v chromium >/dev/null || (apt-get update && apt-get install -y --no-install-recommends chromium)
+
 run: venv
 	$(PY) -m examples.quickstart --data-dir ./data
 
-test: venv interop-deps java-deps
+test: venv interop-deps java-deps browser-deps
 	$(VENV)/bin/pytest -q -p no:cacheprovider
 
 lint: venv
