@@ -88,6 +88,8 @@ class _ConsumerBase:
         self.instance: MQClientInstance | None = None
         self.offset_store: OffsetStore = OffsetStore(self.group)
         self._subscriptions: dict[str, SubscriptionData] = {}
+        # PullAPIWrapper.pullFromWhichNodeTable: the broker id each queue's last answer suggested.
+        self._pull_from_which_node: dict[MessageQueue, int] = {}
 
     async def _start_base(self) -> MQClientInstance:
         if self.state is not ServiceState.CREATE_JUST:
@@ -148,9 +150,13 @@ class _ConsumerBase:
     async def _pull_once(self, mq: MessageQueue, sd: SubscriptionData, offset: int,
                          max_nums: int, sys_flag: int, suspend_ms: int,
                          timeout: float) -> PullResult:
-        """``pullKernelImpl`` + ``processPullResult`` for one synchronous pull."""
+        """``pullKernelImpl`` + ``processPullResult`` for one synchronous pull: from the
+        broker id the queue's last answer suggested (suggestWhichBrokerId), the master at
+        first, any address of the broker name when that one is gone (a slave while the
+        master is down)."""
         inst = self._running()
-        found = await inst.find_broker_addr_for_mq(mq, MixAll.MASTER_ID, False)
+        broker_id = self._pull_from_which_node.get(mq, MixAll.MASTER_ID)
+        found = await inst.find_broker_addr_for_mq(mq, broker_id, False)
         if found.slave:
             sys_flag &= ~PullSysFlag.COMMIT_OFFSET
         check_broker_version(sd, mq.broker_name, found.version)
@@ -163,6 +169,7 @@ class _ConsumerBase:
             sub_version=0 if tag_type else sd.sub_version,
             expression_type=sd.expression_type, bname=mq.broker_name)
         result = await inst.api.pull_message(found.addr, header, timeout)
+        self._pull_from_which_node[mq] = result.suggest_which_broker_id
         return process_pull_result(mq, result, sd)
 
     # -- ConsumerHook -----------------------------------------------------------------------

@@ -78,10 +78,11 @@ _SYSTEM_TOPIC = re.compile(r"^(%RETRY%|%DLQ%|rmq_sys_|RMQ_SYS_)|^(TBW102|SCHEDUL
 
 @dataclass(frozen=True, slots=True)
 class RouteView:
-    """Readable queues of some topics, with the master address of each broker.
+    """Readable queues of some topics, with the address to read each broker from: its
+    master, or while the master is out of the route its slave (lowest brokerId).
 
     ``missing_brokers`` are brokers a topic's route names in its queue data but for which
-    no master address is known (the broker went away): the caller reports them.
+    no address at all is known (the broker went away): the caller reports them.
     """
 
     queues: tuple[QueueKey, ...]
@@ -131,6 +132,10 @@ class RocketMQLink:
             route = await self.api.get_topic_route_info(topic, self.timeout)
             for bd in route.broker_datas:
                 addr = bd.broker_addrs.get(MixAll.MASTER_ID)
+                if addr is None and bd.broker_addrs:
+                    # The master is gone: read from its slave (findBrokerAddressInSubscribe
+                    # with onlyThisBroker false), until the master is back in the route.
+                    addr = bd.broker_addrs[min(bd.broker_addrs)]
                 if addr:
                     addrs[bd.broker_name] = addr
             for qd in route.queue_datas:

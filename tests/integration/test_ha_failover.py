@@ -20,15 +20,18 @@ from aiorocketmq.client import (
     ClientConfig,
     ConsumeConcurrentlyStatus,
     ConsumeFromWhere,
+    LitePullConsumer,
     MessageExt,
+    PullConsumer,
     PushConsumer,
 )
 from aiorocketmq.client.remoting import RemotingClient
 from aiorocketmq.protocol.codes import ResponseCode
 from aiorocketmq.protocol.errors import RocketMQError
 from aiorocketmq.protocol.message import decode_messages
+from aiorocketmq.spark_sink.link import RocketMQLink
 from tests.integration.test_broker_send_pull import pull, pull_header, send
-from tests.integration.test_ha import ha_conf, send_until_ok
+from tests.integration.test_ha import GROUP, ha_conf, send_until_ok
 from tests.interop.stock import free_port
 from tests.procs import ServerProcess, broker_process
 
@@ -149,4 +152,61 @@ async def test_kill_9_sync_master_rounds(tmp_path: Path, namesrv: ServerProcess,
                          "the consumer catching up on the restarted master")
     finally:
         await consumer.shutdown()
+        await client.close()
+
+
+async def test_pull_lite_pull_and_spark_read_from_the_slave(tmp_path: Path, namesrv: ServerProcess,
+                                                           server_factory: Factory) -> None:
+    """With the master gone from the route, the pull and lite-pull consumers and the Spark
+    source's route view read the slave (findBrokerAddressInSubscribe, any address)."""
+    master = server_factory(broker_process(tmp_path, namesrv.address, name="master",
+                                           conf=ha_conf("ASYNC_MASTER", 0)))
+    slave = server_factory(broker_process(tmp_path, namesrv.address, name="slave",
+                                          conf=ha_conf("SLAVE", 1)))
+    client = RemotingClient()
+    try:
+        expected = set()
+        for i in range(40):
+            r = await send(client, master.address, TOPIC, f"m{i}".encode(), props={"KEYS": f"k{i}"},
+                           queue_id=i % QUEUES)
+            assert r.code == ResponseCode.SUCCESS
+            expected.add(f"k{i}")
+        await slave_knows_topic(client, slave.address)
+        deadline = time.monotonic() + 20
+        while await keys_on(client, slave.address) != expected:
+            assert time.monotonic() < deadline
+            await asyncio.sleep(0.1)
+        assert master.stop() == 0  # unregisters: the route keeps only the slave
+
+        link = RocketMQLink(namesrv.address)
+        try:
+            view = await link.routes([TOPIC])
+            assert view.broker_addrs == {GROUP: slave.address} and not view.missing_brokers
+        finally:
+            await link.close()
+
+        pc = PullConsumer("HaPullGroup", namesrv.address)
+        await pc.start()
+        try:
+            got = set()
+            for mq in await pc.fetch_subscribe_message_queues(TOPIC):
+                r = await pc.pull(mq, "*", 0, 32)
+                got.update(m.keys for m in r.msg_found_list)
+            assert got == expected
+        finally:
+            await pc.shutdown()
+
+        lite = LitePullConsumer("HaLiteGroup", namesrv.address,
+                                consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
+        lite.subscribe(TOPIC, "*")
+        await lite.start()
+        try:
+            seen: set[str] = set()
+            deadline = time.monotonic() + 30
+            while seen != expected:
+                assert time.monotonic() < deadline, f"lite pull got {len(seen)} of {len(expected)}"
+                seen.update(m.keys or "" for m in await lite.poll(1.0))
+        finally:
+            await lite.shutdown()
+    finally:
         await client.close()
