@@ -37,7 +37,7 @@ from aiorocketmq.protocol.errors import RocketMQError
 
 from .auth import ROLE_ADMIN, Session, SessionStore, verify_password
 from .config import DashboardConfig
-from .routes import SAMPLER, SERVICE, error_body, error_status, routes
+from .routes import SAMPLER, SERVICE, SESSION, error_body, error_status, routes
 from .sampler import LiveSampler
 from .service import DashboardService, InputError
 
@@ -92,7 +92,7 @@ async def _access_log(request: web.Request, handler: Handler) -> web.StreamRespo
     started = time.perf_counter()
     response = await handler(request)
     if request.path.startswith("/api/"):
-        session: Session | None = request.get("session")
+        session: Session | None = request.get(SESSION)
         fields = {"method": request.method, "path": request.path, "status": response.status,
                   "user": session.user if session else None, "peer": request.remote,
                   "ms": round((time.perf_counter() - started) * 1000, 1)}
@@ -130,7 +130,7 @@ async def _guard(request: web.Request, handler: Handler) -> web.StreamResponse:
         return await handler(request)
     config = request.app[CONFIG]
     session = request.app[SESSIONS].get(request.cookies.get(SESSION_COOKIE))
-    request["session"] = session
+    request[SESSION] = session
     if request.path in _OPEN_PATHS:
         return await handler(request)
     if session is None and (config.login_required or request.method in _UNSAFE):
@@ -164,7 +164,7 @@ def _session_body(session: Session | None, config: DashboardConfig) -> dict[str,
 
 async def _get_session(request: web.Request) -> web.Response:
     config = request.app[CONFIG]
-    session: Session | None = request["session"]
+    session: Session | None = request[SESSION]
     if session is None and not config.login_required:
         sid, session = request.app[SESSIONS].create("anonymous", ROLE_ADMIN)
         response = web.json_response(_session_body(session, config))
@@ -196,7 +196,7 @@ async def _login(request: web.Request) -> web.Response:
 
 
 async def _logout(request: web.Request) -> web.Response:
-    session: Session | None = request["session"]
+    session: Session | None = request[SESSION]
     request.app[SESSIONS].drop(request.cookies.get(SESSION_COOKIE))
     if session is not None:
         log.info("dashboard.logout", user=session.user, peer=request.remote)

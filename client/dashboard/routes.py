@@ -48,10 +48,13 @@ from .auth import Session
 from .sampler import LiveSampler
 from .service import DEFAULT_PREVIEW_BYTES, DashboardService, InputError, NotFoundError
 
-__all__ = ["SERVICE", "SAMPLER", "routes", "error_status", "error_body", "acting_user"]
+__all__ = ["SERVICE", "SAMPLER", "SESSION", "routes", "error_status", "error_body", "acting_user"]
 
 SERVICE = web.AppKey("service", DashboardService)
 SAMPLER = web.AppKey("sampler", LiveSampler)
+# The request's Session (or None), set by the app's guard middleware. aiohttp >= 3.13 wants a
+# typed RequestKey; older releases take the plain string.
+SESSION: Any = web.RequestKey("session", Session) if hasattr(web, "RequestKey") else "session"
 
 routes = web.RouteTableDef()
 
@@ -82,7 +85,7 @@ def error_body(exc: BaseException) -> dict[str, Any]:
 
 def acting_user(request: web.Request) -> str:
     """``user@address`` of the request, for the log lines of destructive actions."""
-    session: Session | None = request.get("session")
+    session: Session | None = request.get(SESSION)
     user = session.user if session is not None else "anonymous"
     return f"{user}@{request.remote}"
 

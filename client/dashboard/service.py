@@ -49,6 +49,7 @@ from aiorocketmq.protocol.bodies import (
     ConsumerConnection,
     ConsumeStats,
     MessageQueue,
+    ProducerConnection,
     TopicConfig,
 )
 from aiorocketmq.protocol.body_codec import CONTENT_TYPE_PROPERTY, decode_body
@@ -249,14 +250,14 @@ class DashboardService:
         self.max_scan_messages = max_scan_messages
         self._limit = asyncio.Semaphore(_MAX_CONCURRENT_CALLS)
 
-    async def _bounded(self, coro: Awaitable[T]) -> T:
-        async with self._limit:
-            return await coro
+    async def _bounded(self, fn: Callable[[Any], Awaitable[T]], item: Any) -> T:
+        async with self._limit:  # the call is made only once a slot is free
+            return await fn(item)
 
     async def _each(self, fn: Callable[[Any], Awaitable[T]], items: Iterable[Any]
                     ) -> list[T | BaseException]:
         """``fn(item)`` for every item, a few at a time; failures returned, not raised."""
-        return await asyncio.gather(*(self._bounded(fn(i)) for i in items),
+        return await asyncio.gather(*(self._bounded(fn, i) for i in items),
                                     return_exceptions=True)
 
     # -- cluster -----------------------------------------------------------------------
@@ -624,7 +625,14 @@ class DashboardService:
                 raise InputError("a producer lookup needs both a producer group and a topic")
             _check_group(producer_group)
             await self._route(topic)
-            conn = await self.admin.producer_connection(producer_group, topic)
+            try:
+                conn = await self.admin.producer_connection(producer_group, topic)
+            except MQBrokerError as exc:
+                # A group without live producers: the broker says SYSTEM_ERROR
+                # "the producer group[...] not exist" (ProducerManager has no entry).
+                if exc.code != ResponseCode.SYSTEM_ERROR or "not exist" not in (exc.remark or ""):
+                    raise
+                conn = ProducerConnection()
             seen: dict[str, dict[str, Any]] = {}
             for c in conn.connection_set:
                 seen.setdefault(c.client_id, {

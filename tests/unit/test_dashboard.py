@@ -1,0 +1,136 @@
+"""mqdashboard's pure parts: password hashes, sessions, CSRF, body previews, config files."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import msgpack
+import pytest
+
+from aiorocketmq.client.dashboard.auth import (
+    ROLE_VIEWER,
+    SessionStore,
+    hash_password,
+    is_password_hash,
+    verify_password,
+)
+from aiorocketmq.client.dashboard.config import (
+    DashboardConfig,
+    DashboardConfigError,
+    load_config_file,
+)
+from aiorocketmq.client.dashboard.service import (
+    MAX_PREVIEW_BYTES,
+    InputError,
+    body_preview,
+    first_tps,
+    topic_kind,
+)
+
+
+def test_password_hash_round_trip_and_salt() -> None:
+    h1, h2 = hash_password("s3cret"), hash_password("s3cret")
+    assert h1 != h2 and h1.startswith("scrypt$16384$8$1$")
+    assert verify_password("s3cret", h1) and verify_password("s3cret", h2)
+    assert not verify_password("s3cret ", h1)
+    assert is_password_hash(h1)
+
+
+@pytest.mark.parametrize("bad", ["", "plain", "scrypt$1$8$1$AAAA$AAAA", "scrypt$16384$8$1$!!$AAAA",
+                                 "pbkdf2$16384$8$1$AAAA$AAAA", "scrypt$3$8$1$AAAA$AAAA",
+                                 f"scrypt${2**24}$8$1$AAAA$AAAA"])
+def test_malformed_hash_matches_nothing(bad: str) -> None:
+    assert not is_password_hash(bad)
+    assert not verify_password("anything", bad)
+
+
+def test_sessions_are_bounded_and_csrf_checked() -> None:
+    store = SessionStore(max_sessions=2)
+    sid1, s1 = store.create("a", "admin")
+    sid2, _ = store.create("b", ROLE_VIEWER)
+    sid3, _ = store.create("c", "admin")
+    assert len(store) == 2 and store.get(sid1) is None  # the oldest went
+    assert store.get(sid2) is not None and store.get(sid3) is not None
+    assert not store.get(sid2).can_write  # type: ignore[union-attr]
+    assert s1.csrf_ok(s1.csrf_token) and not s1.csrf_ok(None) and not s1.csrf_ok("x")
+    store.drop(sid2)
+    assert store.get(sid2) is None and store.get("") is None
+
+
+def test_sessions_expire() -> None:
+    store = SessionStore(ttl_ms=1)
+    sid, session = store.create("a", "admin")
+    session.expires_at = 0.0
+    assert store.get(sid) is None and len(store) == 0
+
+
+def test_body_preview_modes() -> None:
+    body = json.dumps({"a": 1, "b": "é"}).encode()
+    assert body_preview(body, "text")["content"] == body.decode()
+    pretty = body_preview(body, "json")
+    assert pretty["content"] == '{\n  "a": 1,\n  "b": "é"\n}' and pretty["note"] is None
+    hexed = body_preview(b"AB\x00", "hex")["content"]
+    assert hexed.startswith("00000000  41 42 00") and hexed.endswith("|AB.|")
+    packed = msgpack.packb({"k": [1, 2]})
+    assert '"k"' in body_preview(packed, "json", content_type="application/x-msgpack")["content"]
+    notjson = body_preview(b"plain words", "json")
+    assert notjson["mode"] == "text" and "not JSON" in notjson["note"]
+    binary = body_preview(b"\xff\xfe", "text")
+    assert "not valid UTF-8" in binary["note"]
+    cut = body_preview(b"x" * 100, "text", 10)
+    assert cut["content"] == "x" * 10 and cut["truncated"] and cut["size"] == 100
+
+
+@pytest.mark.parametrize(("mode", "limit"), [("xml", 10), ("text", 0), ("hex", MAX_PREVIEW_BYTES + 1)])
+def test_body_preview_refuses_bad_arguments(mode: str, limit: int) -> None:
+    with pytest.raises(InputError):
+        body_preview(b"x", mode, limit)
+
+
+def test_topic_kind_and_tps() -> None:
+    assert [topic_kind(t) for t in ("%RETRY%g", "%DLQ%g", "TBW102", "rmq_sys_x",
+                                    "DefaultCluster_REPLY_TOPIC", "Orders")] == [
+        "retry", "dlq", "system", "system", "system", "normal"]
+    assert first_tps("12.5 11.0 10.2") == 12.5
+    assert first_tps(None) == 0.0 and first_tps("n/a") == 0.0
+
+
+def test_config_file(tmp_path: Path) -> None:
+    path = tmp_path / "dashboard.toml"
+    path.write_text(f'''namesrv_addr = "127.0.0.1:9876"
+port = 0
+[acl]
+access_key = "ak"
+secret_key = "sk"
+[users.alice]
+password_hash = "{hash_password('pw')}"
+role = "viewer"
+''')
+    config = DashboardConfig.from_settings(load_config_file(path))
+    assert config.login_required and config.users["alice"].role == "viewer"
+    assert config.access_key == "ak" and "sk" not in repr(config)
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ('port = "eighty"', "port must be an integer"),
+    ("colour = 1", "unknown setting"),
+    ('[users.bob]\npassword_hash = "plain"', "not a scrypt"),
+    ('[users.bob]\npassword_hash = "HASH"\nrole = "root"', "role must be one of"),
+    ('[acl]\naccess_key = "ak"', "go together"),
+    ("port = [", "not valid TOML"),
+    ("port = 70000", "not in 0..65535"),
+])
+def test_config_file_errors(tmp_path: Path, text: str, message: str) -> None:
+    path = tmp_path / "dashboard.toml"
+    path.write_text('namesrv_addr = "127.0.0.1:9876"\n' + text.replace("HASH", hash_password("x")))
+    with pytest.raises(DashboardConfigError, match=message):
+        DashboardConfig.from_settings(load_config_file(path))
+
+
+def test_config_needs_a_nameserver(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("NAMESRV_ADDR", raising=False)
+    with pytest.raises(DashboardConfigError, match="no name server address"):
+        DashboardConfig()
+    monkeypatch.setenv("NAMESRV_ADDR", "10.0.0.1:9876")
+    assert DashboardConfig().namesrv_addr == "10.0.0.1:9876"
