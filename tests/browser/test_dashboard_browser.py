@@ -16,7 +16,9 @@ from typing import Any
 import pytest
 
 from aiorocketmq.client.admin.api import MQAdmin
+from aiorocketmq.client.dashboard.auth import hash_password
 from aiorocketmq.protocol.errors import TopicNotExistError
+from tests.browser.conftest import dashboard_process
 from tests.browser.workload import (
     BILLING_CONSUMED,
     BILLING_GROUP,
@@ -248,3 +250,36 @@ def test_reset_offset_changes_lag(page: Any, dashboard: str, workload: Workload,
     page.click("#confirm-ok")
     expect(page.locator("#flash")).to_contain_text("reset (offline)")
     expect(page.locator("#group-lag")).to_have_text("0")
+
+
+def test_login_then_viewer_cannot_delete(browser_context: Any, cluster: tuple[ServerProcess, ServerProcess],
+                                         tmp_path: Path, screenshots: Path) -> None:
+    """A dashboard with [users]: the login page, a viewer's refused delete, sign out."""
+    config = tmp_path / "dashboard.toml"
+    config.write_text(f'[users.vera]\npassword_hash = "{hash_password("pa55")}"\nrole = "viewer"\n')
+    proc = dashboard_process(tmp_path, cluster[0].address, "-c", str(config)).start()
+    page = browser_context.new_page()
+    try:
+        base = "http://" + proc.address
+        page.goto(base + "/#/topics")
+        expect(page.locator("#login-form")).to_be_visible()  # sent to the login page
+        page.fill("#login-user", "vera")
+        page.fill("#login-password", "wrong")
+        page.click("#login-button")
+        expect(page.locator("#flash")).to_contain_text("wrong username or password")
+        page.fill("#login-password", "pa55")
+        page.click("#login-button")
+        expect(page.locator("#whoami")).to_contain_text("vera (viewer)")
+        go(page, base, f"/topics/{ORDERS_TOPIC}")
+        expect(page.locator("#topic-total")).to_have_text(str(ORDERS))
+        page.click("#delete-topic")
+        page.fill("#confirm-input", ORDERS_TOPIC)
+        page.click("#confirm-ok")
+        expect(page.locator("#flash")).to_contain_text("may only read")
+        expect(page.locator("#topic-total")).to_have_text(str(ORDERS))
+        shot(page, screenshots, "viewer-refused")
+        page.click("#logout")
+        expect(page.locator("#login-form")).to_be_visible()
+    finally:
+        page.close()
+        proc.stop()
