@@ -1,0 +1,223 @@
+"""Mixed clusters: stock Apache RocketMQ 4.9.7 and our servers in one cluster (issue #17, part 3).
+
+Two layouts, one module-scoped cluster each:
+
+* ``ours-namesrv``: OUR nameserver, our broker-a and a STOCK broker-b registering with it;
+* ``stock-namesrv``: a STOCK nameserver, a stock broker-a and OUR broker-b registering with it.
+
+In each, one topic lives on both brokers (created with ``updateTopic -c``: the stock mqadmin for
+one topic, ours for the other), a producer spreads its messages over both brokers and a consumer
+gets all of them, exactly once and unaltered: stock producer -> stock and our consumers, our
+producer -> stock consumer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+import pytest
+
+from aiorocketmq.client import ClientConfig, ConsumeFromWhere, MessageExt, Producer, PushConsumer
+from aiorocketmq.client.push_consumer import ConsumeConcurrentlyStatus
+from aiorocketmq.client.remoting import RemotingClient
+from aiorocketmq.protocol.bodies import TopicRouteData
+from aiorocketmq.protocol.codes import RequestCode, ResponseCode
+from aiorocketmq.protocol.command import RemotingCommand
+from tests.interop import stock
+from tests.interop.checks import FAST_BROKER_CONF, Spec, check_received, check_sent, event_of
+from tests.interop.stock import (
+    DriverProcess,
+    Event,
+    JavaEnv,
+    JavaServer,
+    start_stock_broker,
+    start_stock_namesrv,
+    stop_all,
+)
+from tests.procs import ServerProcess, broker_process, namesrv_process
+
+pytestmark = [pytest.mark.interop, pytest.mark.timeout(150)]
+
+CLUSTER = "MixedCluster"
+TIMEOUT_MS = 30000
+
+
+@dataclass
+class Mixed:
+    layout: str
+    namesrv: ServerProcess
+    brokers: dict[str, ServerProcess]  # broker name -> server (one ours, one stock)
+    stock_names: set[str]
+
+
+def _start_ours_namesrv(tmp: pytest.TempPathFactory) -> Iterator[Mixed]:
+    base = tmp.mktemp("mixed-ours-ns")
+    ns = namesrv_process(base).start()
+    ours: list[ServerProcess] = [ns]
+    stocks: list[JavaServer] = []
+    try:
+        br_a = broker_process(base, ns.address, name="broker-a",
+                              conf={"brokerClusterName": CLUSTER, **FAST_BROKER_CONF})
+        ours.append(br_a.start())
+        br_b = start_stock_broker(base, ns.address, name="broker-b",
+                                  conf={"brokerClusterName": CLUSTER, **FAST_BROKER_CONF})
+        stocks.append(br_b)
+        yield Mixed("ours-namesrv", ns, {"broker-a": br_a, "broker-b": br_b}, {"broker-b"})
+    finally:
+        stop_all(stocks)
+        for proc in reversed(ours):
+            proc.stop()
+        for proc in [*stocks, *ours]:
+            print(f"---- {proc.argv[-1]} ----\n{proc.log_tail(30)}")
+
+
+def _start_stock_namesrv(tmp: pytest.TempPathFactory) -> Iterator[Mixed]:
+    base = tmp.mktemp("mixed-stock-ns")
+    stocks: list[JavaServer] = []
+    ours: list[ServerProcess] = []
+    try:
+        ns = start_stock_namesrv(base)
+        stocks.append(ns)
+        br_a = start_stock_broker(base, ns.address, name="broker-a",
+                                  conf={"brokerClusterName": CLUSTER, **FAST_BROKER_CONF})
+        stocks.append(br_a)
+        br_b = broker_process(base, ns.address, name="broker-b",
+                              conf={"brokerClusterName": CLUSTER, **FAST_BROKER_CONF})
+        ours.append(br_b.start())
+        yield Mixed("stock-namesrv", ns, {"broker-a": br_a, "broker-b": br_b}, {"broker-a"})
+    finally:
+        for proc in ours:
+            proc.stop()
+        stop_all(reversed(stocks))
+        for proc in [*ours, *stocks]:
+            print(f"---- {proc.argv[-1]} ----\n{proc.log_tail(30)}")
+
+
+@pytest.fixture(scope="module", params=["ours-namesrv", "stock-namesrv"])
+def mixed(request: pytest.FixtureRequest, stock_java: JavaEnv,
+          tmp_path_factory: pytest.TempPathFactory) -> Iterator[Mixed]:
+    start = _start_ours_namesrv if request.param == "ours-namesrv" else _start_stock_namesrv
+    yield from start(tmp_path_factory)
+
+
+def config(m: Mixed) -> ClientConfig:
+    return ClientConfig(namesrv_addr=m.namesrv.address, client_ip="127.0.0.1",
+                        poll_name_server_interval_ms=1000, heartbeat_broker_interval_ms=5000)
+
+
+def our_mqadmin(*args: str) -> str:
+    done = subprocess.run([sys.executable, "-m", "aiorocketmq.client.admin.cli", *args], capture_output=True,
+                          text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, f"mqadmin {args}: exit {done.returncode}\n{done.stdout}\n{done.stderr}"
+    return done.stdout
+
+
+def table_rows(text: str) -> list[list[str]]:
+    return [line.split() for line in text.splitlines() if line.strip() and not line.startswith("#")]
+
+
+async def our_consume(m: Mixed, topic: str, group: str, count: int, timeout: float = 30.0) -> list[Event]:
+    events: list[Event] = []
+
+    def listener(msgs: list[MessageExt], ctx: object) -> ConsumeConcurrentlyStatus:
+        events.extend(event_of(x, broker_name=ctx.message_queue.broker_name)  # type: ignore[attr-defined]
+                      for x in msgs)
+        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+    c = PushConsumer(group, config=config(m), consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
+    c.subscribe(topic, "*")
+    c.register_message_listener(listener)
+    await c.start()
+    try:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while len({e["msgId"] for e in events}) < count:
+            assert loop.time() < deadline, f"{len(events)} of {count} from {topic}"
+            await asyncio.sleep(0.05)
+        await asyncio.sleep(0.5)
+    finally:
+        await c.shutdown()
+    return list(events)
+
+
+def test_cluster_membership(mixed: Mixed, mqadmin: Callable[..., stock.AdminResult]) -> None:
+    """Both brokers, ours and the stock one, are in one cluster: stock mqadmin clusterList and
+    ours list the same two rows (name, id 0, address)."""
+    want = sorted([CLUSTER, name, "0", br.address] for name, br in mixed.brokers.items())
+    result = mqadmin(mixed.namesrv.address, "clusterList")
+    assert "Exception" not in result.stdout + result.stderr, result.describe()
+    assert sorted(row[:4] for row in table_rows(result.stdout)) == want, result.describe()
+    mine = our_mqadmin("clusterList", "-n", mixed.namesrv.address)
+    assert sorted(row[:4] for row in table_rows(mine)) == want, mine
+
+
+async def test_stock_producer_spreads_over_both(mixed: Mixed, java_driver: Callable[..., DriverProcess],
+                                                mqadmin: Callable[..., stock.AdminResult]) -> None:
+    """updateTopic -c (stock mqadmin) creates the topic on both brokers; a stock producer's
+    sends go to both; a stock push consumer and ours each get every message exactly once."""
+    spec = Spec(f"MixStock-{mixed.layout}", 40, body_size=100)
+    created = mqadmin(mixed.namesrv.address, "updateTopic", "-c", CLUSTER, "-t", spec.topic, "-r", "4", "-w", "4")
+    assert "Exception" not in created.stdout + created.stderr, created.describe()
+    assert created.stdout.count("create topic to ") == 2, created.describe()
+    await wait_route(mixed, spec.topic)
+    sent_result = java_driver("produce-sync", namesrv=mixed.namesrv.address, group=f"PG-{spec.topic}",
+                              timeout_ms=TIMEOUT_MS, **spec.driver_options()).wait(60).check()
+    sent = check_sent(sent_result, spec)
+    per_broker = {name: sum(1 for e in sent.values() if e["brokerName"] == name) for name in mixed.brokers}
+    assert per_broker == {"broker-a": 20, "broker-b": 20}, per_broker
+    for e in sent.values():
+        host = mixed.brokers[e["brokerName"]].address
+        assert e["offsetMsgId"][:16] == "7F000001" + f"{int(host.rsplit(':', 1)[1]):08X}", e
+    consumer = java_driver("consume-push", namesrv=mixed.namesrv.address, topic=spec.topic,
+                           group=f"CG-{spec.topic}", count=spec.count, linger_ms=500, timeout_ms=TIMEOUT_MS)
+    ours = await our_consume(mixed, spec.topic, f"CG-ours-{spec.topic}", spec.count)
+    received = consumer.wait(60).check()
+    check_received(received.of("received"), spec, sent=sent)
+    check_received(ours, spec, sent=sent)
+
+
+async def test_our_producer_spreads_over_both(mixed: Mixed, java_driver: Callable[..., DriverProcess]) -> None:
+    """Our mqadmin updateTopic -c creates the topic on both brokers; our producer's sends go to
+    both; a stock push consumer gets every message exactly once, unaltered."""
+    spec = Spec(f"MixOurs-{mixed.layout}", 40, body_size=100)
+    out = our_mqadmin("updateTopic", "-n", mixed.namesrv.address, "-c", CLUSTER, "-t", spec.topic,
+                      "-r", "4", "-w", "4")
+    assert out.count("create topic to ") == 2, out
+    await wait_route(mixed, spec.topic)
+    sent: dict[str, Event] = {}
+    async with Producer(f"PG-{spec.topic}", config=config(mixed)) as p:
+        for i in spec.indexes:
+            r = await p.send(spec.message(i))
+            sent[spec.key(i)] = {"index": i, "msgId": r.msg_id, "brokerName": r.message_queue.broker_name,
+                                 "queueId": r.message_queue.queue_id, "queueOffset": r.queue_offset,
+                                 "status": r.status.name}
+    per_broker = {name: sum(1 for e in sent.values() if e["brokerName"] == name) for name in mixed.brokers}
+    assert per_broker == {"broker-a": 20, "broker-b": 20}, per_broker
+    received = java_driver("consume-push", namesrv=mixed.namesrv.address, topic=spec.topic,
+                           group=f"CG-{spec.topic}", count=spec.count, linger_ms=500,
+                           timeout_ms=TIMEOUT_MS).wait(60).check()
+    check_received(received.of("received"), spec, sent=sent)
+
+
+async def wait_route(m: Mixed, topic: str, timeout: float = 15.0) -> None:
+    """Until the nameserver's route of ``topic`` has both brokers (a broker registers a topic
+    created by updateTopic at once, but asynchronously)."""
+    client = RemotingClient()
+    try:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while True:
+            req = RemotingCommand.create_request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic})
+            resp = await client.invoke(m.namesrv.address, req, 3.0)
+            if resp.code == ResponseCode.SUCCESS and resp.body:
+                route = TopicRouteData.decode(resp.body)
+                if {q.broker_name for q in route.queue_datas} == set(m.brokers):
+                    return
+            assert loop.time() < deadline, f"route of {topic} never had both brokers"
+            await asyncio.sleep(0.2)
+    finally:
+        await client.close()
