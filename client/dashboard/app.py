@@ -69,18 +69,13 @@ _SECURITY_HEADERS = {
 
 
 def open_admin(config: DashboardConfig) -> MQAdmin:
-    """The admin client of the dashboard, signing requests when ACL credentials are set.
-
-    ``MQAdmin`` takes no credentials yet, so they go through ``ClientConfig`` (whose
-    ``build_rpc_hook`` gives upstream's ``AclClientRPCHook``) onto its ``RemotingClient``;
-    the producer of ``send_message`` is built from the same ``ClientConfig``.
-    """
-    admin = MQAdmin(config.namesrv_addr, timeout=config.admin_timeout_ms / 1000)
-    if config.access_key and config.secret_key:
-        admin.config = admin.config.replace(access_key=config.access_key,
-                                            secret_key=config.secret_key)
-        admin.remoting.rpc_hook = admin.config.build_rpc_hook()
-    return admin
+    """The admin client of the dashboard; with ACL credentials every request is signed
+    (``ClientConfig.access_key``/``secret_key``: upstream's ``AclClientRPCHook``), the
+    producer of a test message included."""
+    options = ({"access_key": config.access_key, "secret_key": config.secret_key}
+               if config.access_key else {})
+    return MQAdmin(config.namesrv_addr, timeout=config.admin_timeout_ms / 1000,
+                   client_options=options)
 
 
 def _json_error(status: int, message: str) -> web.Response:
