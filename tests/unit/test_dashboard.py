@@ -134,3 +134,23 @@ def test_config_needs_a_nameserver(monkeypatch: pytest.MonkeyPatch) -> None:
         DashboardConfig()
     monkeypatch.setenv("NAMESRV_ADDR", "10.0.0.1:9876")
     assert DashboardConfig().namesrv_addr == "10.0.0.1:9876"
+
+
+def test_broker_row_replication_lag_and_tps() -> None:
+    """A slave's replication lag is its master's commitLogMaxOffset minus its own (the two
+    GET_BROKER_RUNTIME_INFO answers); TPS is the first (10 s) figure of upstream's text."""
+    from aiorocketmq.client.dashboard.service import DashboardService
+
+    master = {"commitLogMaxOffset": "5000", "putTps": "12.5 11.0 10.0",
+              "getTransferedTps": "3.0 2.0 1.0", "msgPutTotalTodayNow": "40",
+              "msgPutTotalTodayMorning": "10", "commitLogDiskRatio": "0.25",
+              "brokerVersionDesc": "V4_9_7"}
+    slave = {"commitLogMaxOffset": "4200", "brokerVersionDesc": "V4_9_7"}
+    same_name = {0: master, 1: slave}
+    m = DashboardService._broker_row(master, same_name, 0)
+    s = DashboardService._broker_row(slave, same_name, 1)
+    assert m["replication_lag_bytes"] is None and s["replication_lag_bytes"] == 800
+    assert (m["put_tps"], m["get_tps"], m["msg_put_today"], m["disk_ratio"]) == (12.5, 3.0, 30, 0.25)
+    assert s["put_tps"] == 0.0 and s["disk_ratio"] is None and s["version"] == "V4_9_7"
+    alone = DashboardService._broker_row(slave, {1: slave}, 1)  # master gone: unknown, not 0
+    assert alone["replication_lag_bytes"] is None
