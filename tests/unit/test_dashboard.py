@@ -154,3 +154,19 @@ def test_broker_row_replication_lag_and_tps() -> None:
     assert s["put_tps"] == 0.0 and s["disk_ratio"] is None and s["version"] == "V4_9_7"
     alone = DashboardService._broker_row(slave, {1: slave}, 1)  # master gone: unknown, not 0
     assert alone["replication_lag_bytes"] is None
+
+
+def test_main_refuses_bad_settings_and_hashes_passwords(monkeypatch: pytest.MonkeyPatch,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    import io
+
+    from aiorocketmq.client.dashboard.main import main
+
+    monkeypatch.delenv("NAMESRV_ADDR", raising=False)
+    assert main([]) == 2
+    assert "no name server address" in capsys.readouterr().err
+    assert main(["-n", "127.0.0.1:9876", "--port", "70000"]) == 2
+    assert "70000" in capsys.readouterr().err
+    monkeypatch.setattr("sys.stdin", io.StringIO("hunter2\n"))
+    assert main(["hash-password"]) == 0
+    assert verify_password("hunter2", capsys.readouterr().out.strip())
