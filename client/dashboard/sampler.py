@@ -43,6 +43,7 @@ class LiveSampler:
         self.samples: deque[dict[str, Any]] = deque(maxlen=max_samples)
         self.last_error: str | None = None
         self._groups: list[str] = []
+        self._taken = 0  # samples taken, for the group list refresh (the deque stops growing)
         self._sample_task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
@@ -71,8 +72,9 @@ class LiveSampler:
 
     async def sample_once(self) -> dict[str, Any]:
         """Take one sample now and append it."""
-        if not self._groups or len(self.samples) % GROUP_REFRESH_SAMPLES == 0:
+        if not self._groups or self._taken % GROUP_REFRESH_SAMPLES == 0:
             self._groups = (await self.service.group_names())[:MAX_GROUPS]
+        self._taken += 1
         sample = await self.service.sample(self._groups)
         sample["t"] = time.time_ns() // 1_000_000
         self.samples.append(sample)

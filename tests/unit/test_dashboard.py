@@ -170,3 +170,30 @@ def test_main_refuses_bad_settings_and_hashes_passwords(monkeypatch: pytest.Monk
     monkeypatch.setattr("sys.stdin", io.StringIO("hunter2\n"))
     assert main(["hash-password"]) == 0
     assert verify_password("hunter2", capsys.readouterr().out.strip())
+
+
+async def test_sampler_series_are_bounded_and_groups_refreshed_periodically() -> None:
+    from typing import Any
+
+    from aiorocketmq.client.dashboard.sampler import GROUP_REFRESH_SAMPLES, LiveSampler
+
+    class FakeService:
+        group_calls = 0
+
+        async def group_names(self) -> list[str]:
+            self.group_calls += 1
+            return ["g1"]
+
+        async def sample(self, groups: list[str]) -> dict[str, Any]:
+            return {"brokers": {"b": {"put_tps": 1.0, "get_tps": 0.0}}, "lag": {g: 3 for g in groups}}
+
+    fake = FakeService()
+    sampler = LiveSampler(fake, interval=60, max_samples=4)  # type: ignore[arg-type]
+    for _ in range(3 * GROUP_REFRESH_SAMPLES):
+        await sampler.sample_once()
+    snap = sampler.snapshot()
+    assert len(snap["samples"]) == 4 and snap["samples"][-1]["lag"] == {"g1": 3}
+    assert fake.group_calls == 3
+    sampler.start()
+    await sampler.stop()
+    await sampler.stop()  # idempotent
