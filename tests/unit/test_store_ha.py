@@ -114,6 +114,11 @@ async def stores(tmp_path) -> AsyncIterator[Callable[..., object]]:
         await s.shutdown()
 
 
+def read(directory: str, name: str) -> bytes:
+    with open(os.path.join(directory, name), "rb") as f:
+        return f.read()
+
+
 def transfer(master: MessageStore, slave: MessageStore, rng: random.Random, batch: int = 700) -> None:
     """What HAConnection + HAClient do, in process: frames of at most ``batch`` bytes."""
     offset = slave.get_max_phy_offset()
@@ -139,9 +144,7 @@ async def test_slave_log_is_byte_identical_and_dispatched(stores: Callable[..., 
     files = sorted(os.listdir(master.config.commit_log_dir))
     assert len(files) > 3 and files == sorted(os.listdir(slave.config.commit_log_dir))
     for name in files:
-        with open(os.path.join(master.config.commit_log_dir, name), "rb") as fm, \
-                open(os.path.join(slave.config.commit_log_dir, name), "rb") as fs:
-            assert fm.read() == fs.read(), name
+        assert read(master.config.commit_log_dir, name) == read(slave.config.commit_log_dir, name), name
     for qid in range(3):
         assert slave.get_max_offset_in_queue("T", qid) == master.get_max_offset_in_queue("T", qid)
         assert [m.msg_id for m in pull_all(slave, "T", qid)] == [m.msg_id for m in pull_all(master, "T", qid)]
