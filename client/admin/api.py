@@ -133,8 +133,10 @@ class MessageTrack:
     exception_desc: str | None = None
 
     def __str__(self) -> str:
+        # Java's toString: a null exceptionDesc prints as "null" (CONSUMED tracks have none)
+        desc = "null" if self.exception_desc is None else self.exception_desc
         return (f"MessageTrack [consumerGroup={self.consumer_group}, trackType={self.track_type}, "
-                f"exceptionDesc={self.exception_desc}]")
+                f"exceptionDesc={desc}]")
 
 
 @dataclass(slots=True)
