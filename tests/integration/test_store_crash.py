@@ -70,11 +70,12 @@ def _maybe_ack(line: bytes, acks: list[tuple[int, int, int, int]]) -> None:
 
 async def _run_writer_and_kill(root: Path, script: Path) -> list[tuple[int, int, int, int]]:
     env = dict(os.environ, PYTHONUNBUFFERED="1")
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable, str(script), str(root),
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL, env=env,
-        cwd=REPO_ROOT,
-    )
+    err_path = script.with_suffix(".stderr")
+    with err_path.open("wb") as err:  # the child keeps its own copy of the descriptor
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, str(script), str(root),
+            stdout=asyncio.subprocess.PIPE, stderr=err, env=env, cwd=REPO_ROOT,
+        )
     acks: list[tuple[int, int, int, int]] = []
     try:
         assert proc.stdout is not None
@@ -82,7 +83,10 @@ async def _run_writer_and_kill(root: Path, script: Path) -> list[tuple[int, int,
         deadline = loop.time() + 120
         while len(acks) < ACKS_BEFORE_KILL:
             line = await asyncio.wait_for(proc.stdout.readline(), timeout=max(deadline - loop.time(), 0.1))
-            assert line, f"writer exited early with {await proc.wait()}"
+            if not line:
+                code = await proc.wait()
+                pytest.fail(f"writer exited early with {code}:\n"
+                            f"{err_path.read_text(errors='replace')[-4000:]}")
             _maybe_ack(line, acks)
         proc.send_signal(signal.SIGKILL)
         # Lines the child printed before dying were acknowledged too.
