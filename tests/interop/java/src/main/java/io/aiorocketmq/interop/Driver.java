@@ -183,11 +183,15 @@ public final class Driver {
                 return Producers.transaction(o);
             case "request-reply":
                 return RequestReply.run(o);
+            case "sql92-consume":
+                return Sql92.run(o);
+            case "trace-roundtrip":
+                return Trace.run(o);
             default:
                 throw new IllegalArgumentException("unknown scenario " + o.scenario + "; known: produce-sync, "
                     + "produce-async, produce-oneway, produce-batch, produce-orderly, produce-delay, consume-push, "
                     + "consume-orderly, consume-broadcast, lite-pull-subscribe, lite-pull-assign-seek, "
-                    + "pull-consumer, transaction, request-reply");
+                    + "pull-consumer, transaction, request-reply, sql92-consume, trace-roundtrip");
         }
     }
 
