@@ -8,13 +8,20 @@ Contract:
   the next connect.
 * On connect it reports its commit-log max offset (8 bytes, big-endian), again after
   the frames of each read were appended, and at least every ``haSendHeartbeatInterval``.
+  Upstream's first report waits one heartbeat interval after connecting (its master,
+  which waits for that report, sends nothing meanwhile and a SYNC_MASTER answers
+  FLUSH_SLAVE_TIMEOUT); reporting at once saves those 5 s and changes nothing on the wire.
+  Upstream reports after every frame; once per read is the same information.
 * Each transfer frame is appended with ``MessageStore.append_to_commit_log`` at the
   frame's offset, which must equal the slave's max offset once the slave holds data
   (upstream closes the connection otherwise, and so do we: the next connect reports the
   slave's offset again and the master resumes from there). Heartbeat frames (size 0)
   append nothing.
-* End of stream, a write failure, a refused append or no successful report for
+* End of stream, a write failure, a refused append or nothing read from the master for
   ``haHousekeepingInterval`` closes the connection; the routine then reconnects.
+  (Upstream times the housekeeping from its own last write, so a master that hangs
+  without closing the socket is never noticed; the master's heartbeats make reads the
+  better clock.)
 * ``stop()`` cancels the routine and closes the socket.
 
 Observability: ``connected``, ``master_address``, ``reported_offset`` and
