@@ -172,7 +172,8 @@ class _Lexer:
         while True:
             pos = self._pos
             if pos >= n:
-                return _Token("EOF", "", self._line, pos - self._line_start + 1)
+                # JavaCC places EOF on the last character read (column 0 on an empty line)
+                return _Token("EOF", "", self._line, pos - self._line_start)
             c = s[pos]
             if c in _WS:
                 self._advance(pos + 1)
@@ -526,7 +527,9 @@ def _in(left: _Node, items: list[str], negated: bool) -> _Node:
 
 # -- parser ------------------------------------------------------------------------------------
 
-_UNARY_START = ("NOT", "TRUE", "FALSE", "NULL", "DECIMAL", "FLOAT", "STRING", "ID", "(", "+", "-")
+# What upstream's ParseException lists where a unary expression was expected ("+" is taken
+# by a syntactic lookahead, which JavaCC does not list).
+_UNARY_START = ("NOT", "TRUE", "FALSE", "NULL", "DECIMAL", "FLOAT", "STRING", "ID", "(", "-")
 
 
 class _Parser:
@@ -558,10 +561,10 @@ class _Parser:
     @staticmethod
     def _error(tok: _Token, expected: tuple[str, ...]) -> FilterError:
         found = "<EOF>" if tok.kind == "EOF" else f" {_image(tok.kind)} \"{_escape(tok.image)} \""
-        lines = "".join(f"    {_image(k)} ...\n" for k in expected)
+        lines = "".join(f"    {_image(k)} ...\n" for k in expected) + "    "
         return FilterError(_PARSE_EXCEPTION,
                            f"Encountered \"{found}\" at line {tok.line}, column {tok.column}.\n"
-                           f"Was expecting {'one of' if len(expected) > 1 else ''}:\n{lines}")
+                           f"Was expecting{' one of' if len(expected) > 1 else ''}:\n{lines}")
 
     def selector(self) -> _Node:
         return _as_boolean(self.or_expression())
