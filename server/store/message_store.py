@@ -122,7 +122,6 @@ __all__ = [
     "MessageArrivingListener",
     "MessageFilter",
     "RecordFilter",
-    "RecordFilter",
 ]
 
 log = get_logger("aiorocketmq.store")
@@ -132,7 +131,6 @@ _perf = time.perf_counter
 MessageArrivingListener = Callable[[str, int, int, int, int, dict[str, str]], None]
 # filter(tags_code) -> matched; applied to consume-queue units (REMOTING.md 6.1)
 MessageFilter = Callable[[int], bool]
-RecordFilter = Callable[[memoryview], bool]
 RecordFilter = Callable[[memoryview], bool]
 
 _KEYS = MessageConst.PROPERTY_KEYS

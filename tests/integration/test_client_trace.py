@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -34,6 +34,16 @@ def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ServerPr
     tmp: Path = tmp_path_factory.mktemp("trace")
     with namesrv_and_broker(tmp, conf={"traceTopicEnable": "true"}) as servers:
         yield servers
+
+
+async def wait_until(cond: Callable[[], bool], timeout: float, what: str) -> None:
+    """Poll ``cond`` (in-memory, cheap) until true; AssertionError after ``timeout`` seconds."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not cond():
+        if loop.time() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        await asyncio.sleep(0.05)
 
 
 async def mqadmin(*args: str) -> tuple[int, str, str]:
@@ -85,10 +95,7 @@ async def test_trace_of_produce_and_consume(servers: tuple[ServerProcess, Server
     consumer.register_message_listener(listener)
     await consumer.start()
     try:
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + 60
-        while len(got) < 2 and loop.time() < deadline:
-            await asyncio.sleep(0.05)
+        await wait_until(lambda: len(got) >= 2, 60, "both messages")
         assert {m.body for m in got} == {b"hello", b"second"}
     finally:
         await consumer.shutdown()  # flushes the consumer's trace records
