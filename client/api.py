@@ -145,6 +145,9 @@ class PullResult:
     max_offset: int
     msg_found_list: list[MessageExt] = field(default_factory=list)
     suggest_which_broker_id: int = MixAll.MASTER_ID
+    # FOUND pulled with decode=False: the stored records as the broker sent them
+    # (msg_found_list stays empty; spark_sink decodes them straight into Arrow columns)
+    body: bytes | None = None
 
 
 def process_pull_result(mq: MessageQueue, result: PullResult,
@@ -305,20 +308,29 @@ class MQClientAPI:
         return RemotingCommand.create_request(RequestCode.PULL_MESSAGE, header.to_ext_fields())
 
     @staticmethod
-    def process_pull_response(response: RemotingCommand, addr: str) -> PullResult:
+    def process_pull_response(response: RemotingCommand, addr: str, *,
+                              decode: bool = True) -> PullResult:
         status = _PULL_STATUS_BY_CODE.get(response.code)
         if status is None:
             raise MQBrokerError.for_code(response.code, response.remark, addr)
         header = PullMessageResponseHeader.from_ext_fields(response.ext_fields)
-        msgs = decode_messages(response.body) if status is PullStatus.FOUND and response.body else []
+        found = status is PullStatus.FOUND and bool(response.body)
+        if not decode:
+            body = response.body
+            return PullResult(status, header.next_begin_offset, header.min_offset or 0,
+                              header.max_offset or 0, [], header.suggest_which_broker_id,
+                              (body if isinstance(body, bytes) else bytes(body))
+                              if found and body is not None else None)
+        msgs = decode_messages(response.body) if found else []
         return PullResult(status, header.next_begin_offset, header.min_offset or 0,
                           header.max_offset or 0, msgs, header.suggest_which_broker_id)
 
     async def pull_message(self, addr: str, header: PullMessageRequestHeader,
-                           timeout: float) -> PullResult:
-        """PULL_MESSAGE, waiting for the answer (long polling: ``timeout`` > the hold)."""
+                           timeout: float, *, decode: bool = True) -> PullResult:
+        """PULL_MESSAGE, waiting for the answer (long polling: ``timeout`` > the hold).
+        ``decode=False`` leaves the records undecoded in ``PullResult.body``."""
         response = await self.remoting.invoke(addr, self._pull_request(header), timeout)
-        return self.process_pull_response(response, addr)
+        return self.process_pull_response(response, addr, decode=decode)
 
     async def pull_message_async(
         self, addr: str, header: PullMessageRequestHeader, timeout: float,

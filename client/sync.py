@@ -22,6 +22,7 @@ Upstream has no such layer (Java clients are thread-based); STYLE.md "Sync facad
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import threading
 from collections.abc import Awaitable, Coroutine, Iterable
 from typing import Any, ClassVar, Self, TypeVar
@@ -124,6 +125,17 @@ class LoopThread:
             raise MQClientError(f"{self._name}: not open (use it inside 'with')")
         coro = aw if isinstance(aw, Coroutine) else _await(aw)
         return asyncio.run_coroutine_threadsafe(coro, loop).result(timeout)
+
+    def submit(self, aw: Awaitable[T]) -> concurrent.futures.Future[T]:
+        """Start ``aw`` on the loop and return at once: ``future.result()`` waits for it,
+        ``future.cancel()`` cancels it (``run`` is ``submit(aw).result()``)."""
+        loop = self._loop
+        if loop is None:
+            if isinstance(aw, Coroutine):
+                aw.close()
+            raise MQClientError(f"{self._name}: not open (use it inside 'with')")
+        coro = aw if isinstance(aw, Coroutine) else _await(aw)
+        return asyncio.run_coroutine_threadsafe(coro, loop)
 
     def close(self) -> None:
         """Run ``_aclose``, stop the loop and join its thread; idempotent."""

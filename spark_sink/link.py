@@ -35,12 +35,13 @@ import asyncio
 import os
 import re
 import uuid
+from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
 from aiorocketmq.client.allocate import AllocateMessageQueueAveragely, sort_cids, sort_queues
-from aiorocketmq.client.api import MQClientAPI, PullStatus
+from aiorocketmq.client.api import MQClientAPI, PullResult, PullStatus
 from aiorocketmq.client.config import ClientConfig
 from aiorocketmq.client.remoting import RemotingClient
 from aiorocketmq.client.sync import LoopThread
@@ -63,14 +64,19 @@ from aiorocketmq.protocol.headers import (
 from aiorocketmq.protocol.message import MessageExt
 
 from .offsets import DataLossError, QueueKey
+from .rows import ARROW_BATCH_ROWS
 
-__all__ = ["RocketMQLink", "BlockingLink", "RouteView", "DEFAULT_PIPELINE"]
+PulledWindow = tuple[bytes, int]  # a pull body (stored records) and its window's end
+
+__all__ = ["RocketMQLink", "BlockingLink", "RouteView", "RangeReader", "PulledWindow",
+           "DEFAULT_PIPELINE", "RAW_PIPELINE"]
 
 log = get_logger("aiorocketmq.spark")
 
 T = TypeVar("T")
 
 DEFAULT_PIPELINE = 4  # pull windows in flight per queue range
+RAW_PIPELINE = 16  # for RangeReader: 16 x 32 stored records, at most 16 x 256 KiB from a broker
 _HEARTBEAT_INTERVAL = 20.0  # seconds; the broker drops a client silent for 120 s (6.3)
 _SYSTEM_TOPIC = re.compile(r"^(%RETRY%|%DLQ%|rmq_sys_|RMQ_SYS_)|^(TBW102|SCHEDULE_TOPIC_XXXX|"
                            r"OFFSET_MOVED_EVENT|BenchmarkTest|SELF_TEST_TOPIC)$|_REPLY_TOPIC$")
@@ -249,12 +255,12 @@ class RocketMQLink:
 
     # -- reads ------------------------------------------------------------------------------
 
-    async def read_window(self, addr: str, key: QueueKey, start: int, end: int, *,
-                          group: str, subscription: SubscriptionData,
-                          fail_on_data_loss: bool) -> list[MessageExt]:
-        """Messages of ``key`` with queue offsets in ``[start, end)``, in order."""
-        out: list[MessageExt] = []
-        tags = set(subscription.tags_set) if subscription.tags_set else None
+    async def _window_results(self, addr: str, key: QueueKey, start: int, end: int, *,
+                              group: str, subscription: SubscriptionData,
+                              fail_on_data_loss: bool, decode: bool) -> list[PullResult]:
+        """The FOUND pull results covering queue offsets ``[start, end)``, in order (the
+        last one may hold records past ``end``)."""
+        found: list[PullResult] = []
         flag = PullSysFlag.SUBSCRIPTION
         cur = start
         while cur < end:
@@ -264,15 +270,10 @@ class RocketMQLink:
                 suspend_timeout_millis=0, subscription=subscription.sub_string,
                 sub_version=0, expression_type=subscription.expression_type,
                 bname=key.broker_name)
-            result = await self.api.pull_message(addr, header, self.timeout)
+            result = await self.api.pull_message(addr, header, self.timeout, decode=decode)
             status = result.status
             if status is PullStatus.FOUND:
-                for m in result.msg_found_list:
-                    if m.queue_offset >= end:
-                        break
-                    # The broker filters by tag hash only (REMOTING.md 4.2): re-check.
-                    if tags is None or m.properties.get(MessageConst.PROPERTY_TAGS) in tags:
-                        out.append(m)
+                found.append(result)
                 nxt = result.next_begin_offset
             elif status is PullStatus.NO_MATCHED_MSG:
                 nxt = result.next_begin_offset
@@ -289,7 +290,36 @@ class RocketMQLink:
                     f"pull of {key} at offset {cur} did not advance (next {nxt}, "
                     f"status {status.name})")
             cur = nxt
+        return found
+
+    async def read_window(self, addr: str, key: QueueKey, start: int, end: int, *,
+                          group: str, subscription: SubscriptionData,
+                          fail_on_data_loss: bool) -> list[MessageExt]:
+        """Messages of ``key`` with queue offsets in ``[start, end)``, in order."""
+        out: list[MessageExt] = []
+        tags = set(subscription.tags_set) if subscription.tags_set else None
+        for result in await self._window_results(addr, key, start, end, group=group,
+                                                 subscription=subscription,
+                                                 fail_on_data_loss=fail_on_data_loss,
+                                                 decode=True):
+            for m in result.msg_found_list:
+                if m.queue_offset >= end:
+                    break
+                # The broker filters by tag hash only (REMOTING.md 4.2): re-check.
+                if tags is None or m.properties.get(MessageConst.PROPERTY_TAGS) in tags:
+                    out.append(m)
         return out
+
+    async def read_window_raw(self, addr: str, key: QueueKey, start: int, end: int, *,
+                              group: str, subscription: SubscriptionData,
+                              fail_on_data_loss: bool) -> list[PulledWindow]:
+        """``read_window`` with the records left as the broker sent them: each FOUND body
+        with ``end``; ``columnar.ColumnarDecoder`` drops the records at or past it and
+        re-checks the tags."""
+        results = await self._window_results(addr, key, start, end, group=group,
+                                             subscription=subscription,
+                                             fail_on_data_loss=fail_on_data_loss, decode=False)
+        return [(r.body, end) for r in results if r.body is not None]
 
     @staticmethod
     def _lost(key: QueueKey, cur: int, resume: int, fail: bool, why: str) -> int:
@@ -336,6 +366,85 @@ class RocketMQLink:
             return [m for part in parts for m in part]
 
         return next_chunk
+
+    async def range_reader(self, addr: str, key: QueueKey, start: int, end: int, *,
+                           group: str, sub_expression: str, batch: int,
+                           fail_on_data_loss: bool, pipeline: int = RAW_PIPELINE,
+                           expression_type: str = "TAG") -> RangeReader:
+        """A ``RangeReader`` of ``[start, end)`` (undecoded bodies, pulls kept in flight);
+        the min offset is checked first, as ``read_range``."""
+        subscription = build_subscription_data(key.topic, sub_expression, expression_type)
+        min_offset = await self.api.get_min_offset(addr, _mq(key), self.timeout)
+        if start < min_offset:
+            start = self._lost(key, start, min(min_offset, end), fail_on_data_loss,
+                               f"below the queue's min offset {min_offset}")
+
+        def pull(s: int, e: int) -> Awaitable[list[PulledWindow]]:
+            return self.read_window_raw(addr, key, s, e, group=group, subscription=subscription,
+                                        fail_on_data_loss=fail_on_data_loss)
+
+        return RangeReader(pull, start, end, batch, pipeline)
+
+
+class RangeReader:
+    """Pull windows of one queue range kept in flight ahead of the reader.
+
+    ``await next()`` returns the next bodies covering at least ``CHUNK_ROWS`` offsets or
+    ``CHUNK_BYTES`` bytes (None at the end of the range), in offset order; meanwhile up to
+    ``pipeline`` windows of ``batch`` offsets are being pulled, so the broker keeps
+    answering while the caller decodes. Runs on the link's loop; ``close()`` cancels what
+    is still in flight (a task that stops reading early). A failed pull fails ``next()``
+    and cancels the rest.
+    """
+
+    CHUNK_ROWS = ARROW_BATCH_ROWS  # one chunk, one Arrow batch
+    CHUNK_BYTES = 8 << 20
+
+    def __init__(self, pull: Callable[[int, int], Awaitable[list[PulledWindow]]], start: int,
+                 end: int, batch: int, pipeline: int) -> None:
+        self._pull = pull
+        self._cursor = start
+        self._end = end
+        self._batch = batch
+        self._pipeline = max(1, pipeline)
+        self._in_flight: deque[tuple[int, asyncio.Task[list[PulledWindow]]]] = deque()
+
+    def _refill(self) -> None:
+        loop = asyncio.get_running_loop()
+        while len(self._in_flight) < self._pipeline and self._cursor < self._end:
+            s = self._cursor
+            e = min(s + self._batch, self._end)
+            self._cursor = e
+            self._in_flight.append((e - s, loop.create_task(_await_list(self._pull(s, e)))))
+
+    async def next(self) -> list[PulledWindow] | None:
+        self._refill()
+        if not self._in_flight:
+            return None
+        out: list[PulledWindow] = []
+        rows = 0
+        size = 0
+        try:
+            while self._in_flight and rows < self.CHUNK_ROWS and size < self.CHUNK_BYTES:
+                span, task = self._in_flight.popleft()
+                got = await task
+                out += got
+                rows += span
+                size += sum(len(body) for body, _ in got)
+                self._refill()
+        except BaseException:
+            self.close()
+            raise
+        return out
+
+    def close(self) -> None:
+        while self._in_flight:
+            _, task = self._in_flight.popleft()
+            task.cancel()
+
+
+async def _await_list(aw: Awaitable[list[PulledWindow]]) -> list[PulledWindow]:
+    return await aw
 
 
 def _mq(key: QueueKey) -> MessageQueue:

@@ -12,8 +12,10 @@ Contract:
 * ``RowBatchBuilder`` collects ``MessageExt`` objects column by column and hands out one
   ``pyarrow.RecordBatch`` per ``flush()``: one Arrow batch per few thousand messages is
   what makes the Python data source fast (Spark converts it without a Python object per
-  cell). ``message_to_tuple`` is the row-at-a-time equivalent, kept for tests and callers
-  that want tuples.
+  cell). The source itself reads pull bodies straight into columns (``columnar``), with
+  this class as its fallback and reference. ``message_to_tuple`` is the row-at-a-time
+  equivalent, kept for tests and callers that want tuples. ``with_body_fields`` appends
+  bodySchema's columns to a batch.
 * ``msgId`` is the client-visible id (UNIQ_KEY when the producer set one, else the
   broker's offset message id, REMOTING.md 5.4); ``keys`` is the raw ``KEYS`` property
   (space-separated); ``properties`` is every property, system ones included.
@@ -33,7 +35,7 @@ if TYPE_CHECKING:
     from .body_format import BodyDecoder
 
 __all__ = ["SOURCE_COLUMNS", "source_columns", "source_schema", "message_to_tuple",
-           "RowBatchBuilder", "arrow_schema", "ARROW_BATCH_ROWS"]
+           "RowBatchBuilder", "arrow_schema", "with_body_fields", "ARROW_BATCH_ROWS"]
 
 SOURCE_COLUMNS: tuple[tuple[str, str], ...] = (
     ("topic", "string"),
@@ -111,6 +113,16 @@ def arrow_schema(include_properties: bool) -> pa.Schema:
     if include_properties:
         fields.append(pa.field("properties", pa.map_(pa.string(), pa.string())))
     return pa.schema(fields)
+
+
+def with_body_fields(batch: pa.RecordBatch, body: BodyDecoder) -> pa.RecordBatch:
+    """``batch`` (``arrow_schema`` columns) with the bodySchema fields decoded from its
+    ``body`` column appended."""
+    import pyarrow as pa
+
+    arrays = list(batch.columns) + body.columns(batch.column("body").to_pylist())
+    return pa.RecordBatch.from_arrays(arrays,
+                                      schema=pa.schema(list(batch.schema) + body.arrow_fields()))
 
 
 class RowBatchBuilder:

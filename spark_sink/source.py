@@ -20,7 +20,9 @@ Contract (PySpark Python Data Source API, ``pyspark.sql.datasource``):
   AllocateMessageQueueAveragely share of the queues, so several queries share a topic.
 * Executor side, ``read(partition)`` opens its own ``BlockingLink``, pulls exactly the
   partition's ``[start, end)`` (no commits, no group membership: replay is exact) and
-  yields ``pyarrow.RecordBatch`` objects of up to ``rows.ARROW_BATCH_ROWS`` rows; with
+  yields one ``pyarrow.RecordBatch`` per ``link.RangeReader`` chunk (``rows.ARROW_BATCH_ROWS``
+  offsets, or 8 MiB of pulled records), decoded straight from the pull bodies
+  (``columnar``) while the next chunk is being pulled; with
   bodyFormat msgpack or json their bodies are decoded into bodySchema's columns
   (``body_format``; undecodable rows get nulls and one ``spark.body_undecodable`` line).
 * ``schema()`` appends the bodySchema DDL to the source's, so Spark's own parser reads it;
@@ -61,10 +63,12 @@ from pyspark.sql.streaming.datasource import (
 
 from aiorocketmq.logs import get_logger
 from aiorocketmq.protocol.acl import SessionCredentials
+from aiorocketmq.protocol.bodies import build_subscription_data
 from aiorocketmq.protocol.errors import RemotingError
 
 from .body_format import BodyDecoder, BodyFormat, check_body_fields
-from .link import BlockingLink, RocketMQLink, RouteView
+from .columnar import ColumnarDecoder
+from .link import BlockingLink, RangeReader, RocketMQLink, RouteView
 from .offsets import (
     EARLIEST,
     LATEST,
@@ -77,7 +81,7 @@ from .offsets import (
 )
 from .options import SourceOptions, parse_sink_options, parse_source_options
 from .planning import backlog, plan_ranges, rate_limit, should_wait
-from .rows import ARROW_BATCH_ROWS, RowBatchBuilder, source_columns, source_schema
+from .rows import source_columns, source_schema, with_body_fields
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -126,29 +130,41 @@ class QueueRangePartition(InputPartition):
 
 
 def read_partition(partition: QueueRangePartition) -> Iterator[pa.RecordBatch]:
-    """Pull the partition's range and yield it as Arrow batches (executor side)."""
+    """Pull the partition's range and yield it as Arrow batches (executor side).
+
+    The bodies go straight into Arrow columns (``columnar``); the next chunk is being
+    pulled while this one is decoded and handed to Spark.
+    """
     s = partition.settings
     key = partition.queue
-    with BlockingLink(s.name_server, timeout_ms=s.pull_timeout_ms,
-                      credentials=s.credentials) as blocking:
-        next_chunk = blocking.run(blocking.link.read_range(
+    with BlockingLink(s.name_server, timeout_ms=s.pull_timeout_ms) as blocking:
+        reader = blocking.run(blocking.link.range_reader(
             partition.broker_addr, key, partition.start, partition.end, group=s.group,
             sub_expression=s.sub_expression, batch=s.pull_batch_size,
             fail_on_data_loss=s.fail_on_data_loss, expression_type=s.expression_type))
+        tags = build_subscription_data(key.topic, s.sub_expression, s.expression_type).tags_set
+        columnar = ColumnarDecoder(key.broker_name, s.include_properties,
+                                   frozenset(tags) if tags else None)
         decoder = (BodyDecoder(s.body_format, s.body_fields_json)
                    if s.body_format != "raw" and s.body_fields_json else None)
-        builder = RowBatchBuilder(key.broker_name, s.include_properties, decoder)
-        while (msgs := blocking.run(next_chunk())) is not None:
-            for m in msgs:
-                builder.add(m)
-            if builder.rows >= ARROW_BATCH_ROWS:
-                yield builder.flush()
-        if builder.rows:
-            yield builder.flush()
+        pending = blocking.submit(reader.next())
+        try:
+            while (windows := pending.result()) is not None:
+                pending = blocking.submit(reader.next())
+                batch = columnar.decode(windows)
+                if batch is not None:
+                    yield batch if decoder is None else with_body_fields(batch, decoder)
+        finally:
+            pending.cancel()
+            blocking.run(_close_reader(reader))
         if decoder is not None and decoder.undecodable:
             log.warning("spark.body_undecodable", queue=str(key), start=partition.start,
                         end=partition.end, rows=decoder.undecodable, format=s.body_format,
                         first_reason=decoder.first_reason)
+
+
+async def _close_reader(reader: RangeReader) -> None:
+    reader.close()
 
 
 def _now_ms() -> int:

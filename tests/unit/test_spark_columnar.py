@@ -1,0 +1,196 @@
+"""The source's columnar decode gives exactly the rows of the per-message path.
+
+``ColumnarDecoder.decode`` (pull bodies straight into Arrow columns) against its reference,
+``decode_messages`` + ``RowBatchBuilder`` (``_per_message``), on the captured 4.9.7 pull
+bodies and on generated records: properties of every shape (unicode, separators in odd
+places, repeated keys), IPv6 hosts, compressed bodies, records of one size and of many,
+window ends inside a body, tag filters, and bodies that do not decode.
+"""
+
+from __future__ import annotations
+
+import zlib
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from aiorocketmq.protocol.codes import MessageSysFlag
+from aiorocketmq.protocol.message import (
+    MessageDecodeError,
+    decode_messages,
+    encode_batch,
+    encode_properties,
+    encode_stored_record,
+    socket_address_to_bytes,
+)
+from aiorocketmq.spark_sink.columnar import ColumnarDecoder
+from tests.vectors import load_frames
+
+BORN = socket_address_to_bytes("127.0.0.1:50192")
+STORE = socket_address_to_bytes("127.0.0.1:10911")
+BORN6 = socket_address_to_bytes("[fd00::2]:50193")
+FAR = 10**15
+_NOT_COLUMNAR = (MessageSysFlag.COMPRESSED_FLAG | MessageSysFlag.BORNHOST_V6_FLAG
+                 | MessageSysFlag.STOREHOSTADDRESS_V6_FLAG)
+
+
+def _record(i: int, *, props: str = "", body: bytes | None = None, topic: str = "T",
+            born: bytes = BORN, store: bytes = STORE, sys_flag: int = 0) -> bytes:
+    if len(born) == 20:
+        sys_flag |= MessageSysFlag.BORNHOST_V6_FLAG
+    if len(store) == 20:
+        sys_flag |= MessageSysFlag.STOREHOSTADDRESS_V6_FLAG
+    return bytes(encode_stored_record(
+        topic=topic, queue_id=3, flag=i % 7, queue_offset=i, physical_offset=1000 + 250 * i,
+        sys_flag=sys_flag, born_timestamp=1795318960714 + i, born_host=born,
+        store_timestamp=1795318960733 + i, store_host=store, reconsume_times=i % 3,
+        prepared_transaction_offset=0, body=b"body-%d" % i if body is None else body,
+        properties=props))
+
+
+def _uniform(i: int, tags: str = "TagA") -> bytes:
+    return _record(i, props=encode_properties({
+        "UNIQ_KEY": f"7F0000010000{i:020X}", "WAIT": "true", "TAGS": tags}), body=b"%08d" % i)
+
+
+def _same(windows: list[tuple[bytes, int]], include: bool,
+          tags: frozenset[str] | None = None) -> ColumnarDecoder:
+    """Both paths on ``windows``: the same batch, or the same error."""
+    fast = ColumnarDecoder("broker-a", include, tags)
+    ref = ColumnarDecoder("broker-a", include, tags)
+    try:
+        expected = ref._per_message(windows)
+    except MessageDecodeError as exc:
+        with pytest.raises(MessageDecodeError) as got:
+            fast.decode(windows)
+        assert str(got.value) == str(exc)
+        return fast
+    batch = fast.decode(windows)
+    if expected is None or expected.num_rows == 0:
+        assert batch is None
+    else:
+        assert batch is not None
+        assert batch.schema == expected.schema
+        assert batch.to_pylist() == expected.to_pylist()
+        assert batch.equals(expected)
+    return fast
+
+
+def _stored_bodies() -> list[tuple[int, bytes]]:
+    return [(f["id"], bytes.fromhex(f["body_hex"])) for f in load_frames()
+            if f.get("body_format") == "stored-messages"]
+
+
+@pytest.mark.parametrize("include", [False, True])
+def test_captured_pull_bodies(include: bool) -> None:
+    bodies = _stored_bodies()
+    assert len(bodies) > 10
+    fallbacks = 0
+    for _fid, body in bodies:
+        for tags in (None, frozenset({"TagA", "TagB"})):
+            fallbacks += _same([(body, FAR)], include, tags).fallbacks
+    # all in one call too, cut at a window end inside a body
+    _same([(body, FAR if i % 2 else 5) for i, (_fid, body) in enumerate(bodies)], include)
+    # the compressed message (frame 439) is the per-message path's; the rest are columnar
+    slow = sum(1 for _fid, b in bodies if any(m.sys_flag & _NOT_COLUMNAR for m in decode_messages(b)))
+    assert 1 <= slow < len(bodies)
+    assert fallbacks == 2 * slow  # the batch members' repeated WAIT (frame 503) is merged
+
+
+@pytest.mark.parametrize("include", [False, True])
+def test_uniform_records_take_the_guessed_stride(include: bool) -> None:
+    windows = [(b"".join(_uniform(i) for i in range(w * 32, w * 32 + 32)), FAR)
+               for w in range(8)]
+    assert _same(windows, include).fallbacks == 0
+    # one record of another size in the middle: the walk, same rows
+    odd = list(windows)
+    odd[3] = (b"".join([_uniform(96), _record(97, props="TAGS\x01TagB"), _uniform(98)]), FAR)
+    assert _same(odd, include).fallbacks == 0
+    # window ends cut bodies; tags filter
+    cut = [(body, 32 * w + 10) for w, (body, _) in enumerate(windows)]
+    _same(cut, include, frozenset({"TagA"}))
+    _same(cut, include, frozenset({"TagB"}))
+
+
+def test_message_ids_without_uniq_key_and_mixed() -> None:
+    plain = [_record(i, props=encode_properties({"KEYS": f"k{i}"})) for i in range(5)]
+    assert _same([(b"".join(plain), FAR)], True).fallbacks == 0
+    mixed = plain[:2] + [_uniform(2)] + plain[3:]
+    assert _same([(b"".join(mixed), FAR)], True).fallbacks == 0
+
+
+def test_what_the_columnar_path_leaves_to_the_per_message_path() -> None:
+    v6 = _record(0, born=BORN6, props="TAGS\x01A")
+    compressed = _record(1, body=zlib.compress(b"x" * 5000),
+                         sys_flag=MessageSysFlag.COMPRESSED_FLAG, props="TAGS\x01A")
+    latin = _record(3, props="TAGS\x01A").replace(b"TAGS\x01A", b"TAGS\x01\xe9")
+    topic = _record(4, topic="T\u00e9").replace("T\u00e9".encode(), b"T\xe9\x00")
+    for rec in (v6, compressed, latin, topic):
+        for include in (False, True):
+            d = _same([(rec, FAR)], include)
+            assert d.fallbacks == 1
+    # a repeated key: first place, last value (stock batch members repeat WAIT)
+    for props in ("TAGS\x01A\x02k\x01v\x02TAGS\x01B", "k\x01v\x02TAGS\x01A\x02k\x01w\x02k\x01x",
+                  "WAIT\x01true\x02a\x01b\x02WAIT\x01false"):
+        for include in (False, True):
+            assert _same([(_record(2, props=props), FAR)], include).fallbacks == 0
+    long_key = "k" * 17
+    other = _record(5, props=f"{long_key}\x01v\x02TAGS\x01A\x02{long_key}\x01w")
+    assert _same([(other, FAR)], False).fallbacks == 0
+    assert _same([(other, FAR)], True).fallbacks == 1
+
+
+def test_batch_members_stored_as_records() -> None:
+    """SEND_BATCH_MESSAGE members are stored one record each, with their own properties."""
+    from aiorocketmq.protocol.message import Message, decode_batch
+
+    members = decode_batch(encode_batch([
+        Message("T", b"m%d" % i, properties={"UNIQ_KEY": f"U{i:031d}", "TAGS": "TagA",
+                                              "KEYS": "a b"}) for i in range(10)]), topic="T")
+    body = b"".join(_record(i, props=encode_properties(m.properties), body=m.body)
+                    for i, m in enumerate(members))
+    for include in (False, True):
+        assert _same([(body, FAR)], include).fallbacks == 0
+
+
+@pytest.mark.parametrize("bad", [
+    b"\x00\x00\x00\x05", b"\x00" * 95, None, "props-len", "magic",
+])
+def test_bodies_that_do_not_decode_raise_the_same_error(bad: bytes | str | None) -> None:
+    good = _uniform(0)
+    if bad is None:
+        body = good[:-1]
+    elif bad == "props-len":
+        p = len(good) - len("UNIQ_KEY\x017F0000010000" + "0" * 20 + "\x02WAIT\x01true\x02TAGS\x01TagA")
+        body = good[:p - 2] + (9999).to_bytes(2, "big") + good[p:]
+    elif bad == "magic":
+        body = good[:4] + b"\x00\x00\x00\x01" + good[8:]
+    else:
+        assert isinstance(bad, bytes)
+        body = good + bad
+    _same([(body, FAR)], False)
+
+
+_text = st.text(alphabet=st.sampled_from("ab\x01\x02 é世TAGSKEYUNIQ_"), max_size=12)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.lists(st.tuples(_text, _text), max_size=4), st.binary(max_size=40),
+                          st.booleans(), st.sampled_from(["T", "Topic", "T\u00e9"])),
+                min_size=1, max_size=12),
+       st.integers(min_value=1, max_value=4), st.integers(min_value=0, max_value=14),
+       st.booleans(), st.sampled_from([None, frozenset({"a"}), frozenset({"TagA", "b"})]))
+def test_generated_records(recs: list[tuple[list[tuple[str, str]], bytes, bool, str]],
+                           per_body: int, end: int, include: bool,
+                           tags: frozenset[str] | None) -> None:
+    records = []
+    for i, (pairs, body, v6, topic) in enumerate(recs):
+        # properties strings as a peer may write them, separators and all
+        props = "\x02".join(f"{k}\x01{v}" for k, v in pairs)
+        records.append(_record(i, props=props, body=body, topic=topic,
+                               born=BORN6 if v6 and i % 2 else BORN))
+    windows = [(b"".join(records[i:i + per_body]), end if i == 0 else FAR)
+               for i in range(0, len(records), per_body)]
+    _same(windows, include, tags)
+
