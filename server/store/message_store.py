@@ -160,7 +160,8 @@ class GetMessageResult:
     """The answer of ``get_message``: status, offsets and zero-copy record slices."""
 
     __slots__ = ("status", "next_begin_offset", "min_offset", "max_offset", "message_buffers",
-                 "message_queue_offsets", "buffer_total_size", "suggest_pulling_from_slave")
+                 "message_queue_offsets", "message_count", "buffer_total_size",
+                 "suggest_pulling_from_slave")
 
     def __init__(self, status: GetMessageStatus, next_begin_offset: int, min_offset: int,
                  max_offset: int) -> None:
@@ -168,14 +169,12 @@ class GetMessageResult:
         self.next_begin_offset = next_begin_offset
         self.min_offset = min_offset
         self.max_offset = max_offset
+        # slices of the commit log: one per message, or one per run of adjacent records
         self.message_buffers: list[memoryview] = []
         self.message_queue_offsets: list[int] = []
+        self.message_count = 0
         self.buffer_total_size = 0
         self.suggest_pulling_from_slave = False
-
-    @property
-    def message_count(self) -> int:
-        return len(self.message_buffers)
 
     def body(self) -> bytes:
         """The records concatenated: a PULL_MESSAGE response body (one copy)."""
@@ -817,6 +816,10 @@ class MessageStore:
         limit = min(len(units), max_filter_bytes)
         in_memory = self._in_memory_bytes
         get_log = self.commit_log.get_message
+        if (message_filter is None and record_filter is None
+                and self._get_unfiltered(result, units, offset, max_msg_nums, max_phy, limit)):
+            units.release()
+            return result
         i = 0
         offset_py = 0
         try:
@@ -847,11 +850,68 @@ class MessageStore:
                 next_phy_file_start = -1
         finally:
             units.release()
+        result.message_count = len(buffers)
         result.buffer_total_size = total
         result.next_begin_offset = offset + i // CQ_STORE_UNIT_SIZE
         # maxPhyOffsetPulling is the last unit looked at (getMessage).
         result.suggest_pulling_from_slave = max_phy - offset_py > in_memory
         return result
+
+    def _get_unfiltered(self, result: GetMessageResult, units: memoryview, offset: int,
+                        max_msg_nums: int, max_phy: int, limit: int) -> bool:
+        """``get_message``'s loop for a pull without filters: the same limits, one pass
+        over the units, and one commit-log slice per run of adjacent records (a batch
+        send stores its members back to back) instead of one per message. False, with
+        ``result`` untouched, when a record is not readable where its unit says (a
+        removed segment, a run across segments): the general loop handles that."""
+        cfg = self.config
+        in_memory = self._in_memory_bytes
+        runs: list[tuple[int, int]] = []
+        total = count = 0
+        run_start = run_end = -1
+        looked = 0
+        n = limit - limit % CQ_STORE_UNIT_SIZE
+        for off, size, _tags in CQ_UNIT.iter_unpack(units[:n]):
+            looked = off
+            if count:
+                if count >= max_msg_nums:
+                    break
+                if max_phy - off > in_memory:
+                    if (total + size > cfg.max_transfer_bytes_on_message_in_disk
+                            or count > cfg.max_transfer_count_on_message_in_disk - 1):
+                        break
+                elif (total + size > cfg.max_transfer_bytes_on_message_in_memory
+                      or count > cfg.max_transfer_count_on_message_in_memory - 1):
+                    break
+            if size <= 0:
+                return False
+            if off != run_end:
+                if run_end >= 0:
+                    runs.append((run_start, run_end))
+                run_start = off
+            run_end = off + size
+            total += size
+            count += 1
+        if run_end >= 0:
+            runs.append((run_start, run_end))
+        get_log = self.commit_log.get_message
+        views: list[memoryview] = []
+        for start, end in runs:
+            view = get_log(start, end - start)
+            if view is None:
+                for v in views:
+                    v.release()
+                return False
+            views.append(view)
+        result.message_buffers = views
+        result.message_queue_offsets = list(range(offset, offset + count))
+        result.message_count = count
+        result.buffer_total_size = total
+        if count:
+            result.status = GetMessageStatus.FOUND
+        result.next_begin_offset = offset + count
+        result.suggest_pulling_from_slave = max_phy - looked > in_memory
+        return True
 
     def get_max_offset_in_queue(self, topic: str, queue_id: int) -> int:
         """One past the last unit (GET_MAX_OFFSET); 0 for an unknown queue."""
