@@ -57,6 +57,7 @@ public final class Driver {
         final long lingerMs;
         final int pollNamesrvMs;
         final int heartbeatMs;
+        final int persistOffsetMs;
         /** --access-key / --secret-key: ACL signing with the stock AclClientRPCHook, else null. */
         final RPCHook rpcHook;
         final long begin = System.currentTimeMillis();
@@ -72,6 +73,7 @@ public final class Driver {
             lingerMs = o.lng("linger-ms", 0);
             pollNamesrvMs = o.integer("poll-namesrv-ms", 1000);
             heartbeatMs = o.integer("heartbeat-ms", 5000);
+            persistOffsetMs = o.integer("persist-offset-ms", 5000);
             String accessKey = o.str("access-key", null);
             String secretKey = o.str("secret-key", null);
             rpcHook = accessKey == null ? null
@@ -90,6 +92,7 @@ public final class Driver {
             c.setVipChannelEnabled(false);
             c.setPollNameServerInterval(pollNamesrvMs);
             c.setHeartbeatBrokerInterval(heartbeatMs);
+            c.setPersistConsumerOffsetInterval(persistOffsetMs);
         }
 
         Map<String, Object> done(String scenario, Object... kv) {
