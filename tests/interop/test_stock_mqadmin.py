@@ -6,7 +6,7 @@ clusterList, topicList, topicRoute, topicStatus, updateTopic, deleteTopic, updat
 consumerProgress, consumerConnection, brokerStatus, getBrokerConfig, queryMsgByKey,
 queryMsgById, queryMsgByUniqueKey, resetOffsetByTime.
 
-Each side is one module-scoped cluster with a known history: two batches of messages on
+Both sides are set up at once (module scope), each with a known history: two batches of messages on
 ``AdminT`` (sent by our producer, 1.2 s apart) and a live stock push consumer of group ``AdminCG``
 that consumed them all. ``resetOffsetByTime`` to the second batch's start sends that consumer
 back exactly to the second batch, which it then gets again. Stock mqadmin exits 0 even when a
@@ -19,6 +19,7 @@ import asyncio
 import re
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -60,6 +61,8 @@ class Side:
     sent: dict[int, Event] = field(default_factory=dict)  # index -> msgId, offsetMsgId, queueId, queueOffset
     reset_ms: int = 0  # the second batch's first born timestamp
     consumer: DriverProcess | None = None
+    reset_output: str | None = None
+    events_before_reset: int = 0
 
     def admin(self, command: str, *args: str) -> str:
         return self.run_admin(command, *args)
@@ -70,6 +73,14 @@ class Side:
             if indexes is None or i in indexes:
                 counts[e["queueId"]] = counts.get(e["queueId"], 0) + 1
         return counts
+
+    def reset(self) -> str:
+        """resetOffsetByTime to the second batch, once (two tests look at its effects)."""
+        if self.reset_output is None:
+            assert self.consumer is not None
+            self.events_before_reset = len(self.consumer.events())
+            self.reset_output = self.admin("resetOffsetByTime", "-g", GROUP, "-t", TOPIC, "-s", str(self.reset_ms))
+        return self.reset_output
 
 
 def _stock_admin(tmp: Path, namesrv: str) -> Callable[..., str]:
@@ -127,41 +138,60 @@ async def _wait_consumed(namesrv: str, total: int, timeout: float = 30.0) -> Non
         await admin.close()
 
 
-def _prepare(side: Side) -> Side:
-    side.sent, side.reset_ms = asyncio.run(_produce(side.namesrv))
-    side.consumer = start_driver(side.tmp, "consume-push", namesrv=side.namesrv, name="admin-consumer", topic=TOPIC,
-                                 group=GROUP, count=SPEC.count, linger_ms=600000, timeout_ms=600000)
-    side.consumer.wait_for("started", timeout=30)
-    asyncio.run(_wait_consumed(side.namesrv, SPEC.count))
-    return side
+async def _prepare(sides: list[Side]) -> None:
+    """Both sides' history: the two batches, then a live stock consumer that consumed them."""
+    produced = await asyncio.gather(*(_produce(s.namesrv) for s in sides))
+    for s, (sent, reset_ms) in zip(sides, produced, strict=True):
+        s.sent, s.reset_ms = sent, reset_ms
+        s.consumer = start_driver(s.tmp, "consume-push", namesrv=s.namesrv, name=f"admin-consumer-{s.name}",
+                                  topic=TOPIC, group=GROUP, count=SPEC.count, persist_offset_ms=500,
+                                  linger_ms=600000, timeout_ms=600000)
+    await asyncio.gather(*(_wait_consumed(s.namesrv, SPEC.count) for s in sides))
 
 
-@pytest.fixture(scope="module", params=["stock-mqadmin-our-servers", "our-mqadmin-stock-servers"])
-def side(request: pytest.FixtureRequest, stock_java: JavaEnv,
-         tmp_path_factory: pytest.TempPathFactory) -> Iterator[Side]:
-    tmp = tmp_path_factory.mktemp(request.param)
-    if request.param == "stock-mqadmin-our-servers":
-        with namesrv_and_broker(tmp, conf=FAST_BROKER_CONF) as (ns, br):
-            s = Side(request.param, ns.address, br.address, tmp, _stock_admin(tmp, ns.address))
-            try:
-                yield _prepare(s)
-            finally:
-                if s.consumer is not None:
-                    s.consumer.kill()
-        return
-    ns_j = start_stock_namesrv(tmp)
-    servers: list[ServerProcess] = [ns_j]
-    try:
-        br_j = start_stock_broker(tmp, ns_j.address, conf=FAST_BROKER_CONF)
-        servers.append(br_j)
-        s = Side(request.param, ns_j.address, br_j.address, tmp, _our_admin(ns_j.address))
+SIDES = ["stock-mqadmin-our-servers", "our-mqadmin-stock-servers"]
+
+
+@pytest.fixture(scope="module")
+def sides(stock_java: JavaEnv, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Side]]:
+    """Both sides at once: our servers for the stock mqadmin, stock servers (started in a
+    thread meanwhile) for ours."""
+    tmp_ours, tmp_stock = (tmp_path_factory.mktemp(name) for name in SIDES)
+    stock_servers: list[ServerProcess] = []
+    stock_error: list[BaseException] = []
+
+    def start_stock() -> None:
         try:
-            yield _prepare(s)
-        finally:
+            ns = start_stock_namesrv(tmp_stock)
+            stock_servers.append(ns)
+            stock_servers.append(start_stock_broker(tmp_stock, ns.address, conf=FAST_BROKER_CONF))
+        except BaseException as exc:
+            stock_error.append(exc)
+
+    starter = threading.Thread(target=start_stock, name="stock-servers")
+    starter.start()
+    made: list[Side] = []
+    try:
+        with namesrv_and_broker(tmp_ours, conf=FAST_BROKER_CONF) as (ns, br):
+            starter.join()
+            if stock_error:
+                raise stock_error[0]
+            ns_j, br_j = stock_servers
+            made = [Side(SIDES[0], ns.address, br.address, tmp_ours, _stock_admin(tmp_ours, ns.address)),
+                    Side(SIDES[1], ns_j.address, br_j.address, tmp_stock, _our_admin(ns_j.address))]
+            asyncio.run(_prepare(made))
+            yield {s.name: s for s in made}
+    finally:
+        starter.join()
+        for s in made:
             if s.consumer is not None:
                 s.consumer.kill()
-    finally:
-        stop_all(reversed(servers))
+        stop_all(reversed(stock_servers))
+
+
+@pytest.fixture(params=SIDES)
+def side(request: pytest.FixtureRequest, sides: dict[str, Side]) -> Side:
+    return sides[request.param]
 
 
 def rows(text: str) -> list[list[str]]:
@@ -320,21 +350,27 @@ def test_query_msg_by_unique_key(side: Side) -> None:
 
 def test_reset_offset_by_time(side: Side) -> None:
     """Back to the second batch's start: each queue's new offset is the number of first-batch
-    messages on it, and the live consumer gets exactly the second batch again."""
-    assert side.consumer is not None
-    before = len(side.consumer.events())
-    out = side.admin("resetOffsetByTime", "-g", GROUP, "-t", TOPIC, "-s", str(side.reset_ms))
+    messages on it."""
+    out = side.reset()
     assert f"group[{GROUP}], topic[{TOPIC}], force[true]" in out, out
     first = side.per_queue(range(FIRST_BATCH))
     got = {int(r[1]): (r[0], int(r[2])) for r in rows(out) if len(r) == 3}
     assert got == {q: ("broker-a", first.get(q, 0)) for q in side.per_queue()}, out
+
+
+def test_reset_offset_reaches_the_live_consumer(side: Side) -> None:
+    """The broker told the live stock consumer (RESET_CONSUMER_CLIENT_OFFSET): it gets exactly
+    the second batch again (the stock client pauses 10 s before it resumes; both sides' resets
+    run before either test waits)."""
+    side.reset()
+    assert side.consumer is not None
     second = range(FIRST_BATCH, SPEC.count)
     deadline = time.monotonic() + 30
     while True:
-        again = [e for e in side.consumer.events()[before:] if e.get("event") == "received"]
+        again = [e for e in side.consumer.events()[side.events_before_reset:] if e.get("event") == "received"]
         if len(again) >= len(second) or time.monotonic() > deadline:
             break
         time.sleep(0.1)
     time.sleep(0.5)
-    again = [e for e in side.consumer.events()[before:] if e.get("event") == "received"]
+    again = [e for e in side.consumer.events()[side.events_before_reset:] if e.get("event") == "received"]
     check_received(again, SPEC, indexes=second)
