@@ -1,6 +1,6 @@
 """Mixed clusters: stock Apache RocketMQ 4.9.7 and our servers in one cluster (issue #17, part 3).
 
-Two layouts, one module-scoped cluster each:
+Two layouts, both started at module setup:
 
 * ``ours-namesrv``: OUR nameserver, our broker-a and a STOCK broker-b registering with it;
 * ``stock-namesrv``: a STOCK nameserver, a stock broker-a and OUR broker-b registering with it.
@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import subprocess
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
@@ -33,7 +34,6 @@ from tests.interop.stock import (
     DriverProcess,
     Event,
     JavaEnv,
-    JavaServer,
     start_stock_broker,
     start_stock_namesrv,
     stop_all,
@@ -54,54 +54,75 @@ class Mixed:
     stock_names: set[str]
 
 
-def _start_ours_namesrv(tmp: pytest.TempPathFactory) -> Iterator[Mixed]:
-    base = tmp.mktemp("mixed-ours-ns")
-    ns = namesrv_process(base).start()
-    ours: list[ServerProcess] = [ns]
-    stocks: list[JavaServer] = []
-    try:
-        br_a = broker_process(base, ns.address, name="broker-a",
-                              conf={"brokerClusterName": CLUSTER, **FAST_BROKER_CONF})
-        ours.append(br_a.start())
-        br_b = start_stock_broker(base, ns.address, name="broker-b",
-                                  conf={"brokerClusterName": CLUSTER, **FAST_BROKER_CONF})
-        stocks.append(br_b)
-        yield Mixed("ours-namesrv", ns, {"broker-a": br_a, "broker-b": br_b}, {"broker-b"})
-    finally:
-        stop_all(stocks)
-        for proc in reversed(ours):
-            proc.stop()
-        for proc in [*stocks, *ours]:
-            print(f"---- {proc.argv[-1]} ----\n{proc.log_tail(30)}")
+LAYOUTS = ["ours-namesrv", "stock-namesrv"]
 
 
-def _start_stock_namesrv(tmp: pytest.TempPathFactory) -> Iterator[Mixed]:
-    base = tmp.mktemp("mixed-stock-ns")
-    stocks: list[JavaServer] = []
+@pytest.fixture(scope="module")
+def layouts(stock_java: JavaEnv, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Mixed]]:
+    """Both layouts at once (their stock JVMs start in parallel threads)."""
+    conf = {"brokerClusterName": CLUSTER, **FAST_BROKER_CONF}
+    base_a, base_b = tmp_path_factory.mktemp("mixed-ours-ns"), tmp_path_factory.mktemp("mixed-stock-ns")
     ours: list[ServerProcess] = []
+    stocks: list[ServerProcess] = []
+    errors: list[BaseException] = []
+    lock = threading.Lock()
+
+    def keep(proc: ServerProcess, into: list[ServerProcess]) -> ServerProcess:
+        with lock:
+            into.append(proc)
+        return proc
+
+    def guarded(fn: Callable[[], None]) -> Callable[[], None]:
+        def run() -> None:
+            try:
+                fn()
+            except BaseException as exc:
+                errors.append(exc)
+        return run
+
+    made: dict[str, Mixed] = {}
+    threads: list[threading.Thread] = []
     try:
-        ns = start_stock_namesrv(base)
-        stocks.append(ns)
-        br_a = start_stock_broker(base, ns.address, name="broker-a",
-                                  conf={"brokerClusterName": CLUSTER, **FAST_BROKER_CONF})
-        stocks.append(br_a)
-        br_b = broker_process(base, ns.address, name="broker-b",
-                              conf={"brokerClusterName": CLUSTER, **FAST_BROKER_CONF})
-        ours.append(br_b.start())
-        yield Mixed("stock-namesrv", ns, {"broker-a": br_a, "broker-b": br_b}, {"broker-a"})
+        ns_a = keep(namesrv_process(base_a).start(), ours)
+        found: dict[str, ServerProcess] = {}
+
+        def stock_b_of_a() -> None:
+            found["a/broker-b"] = keep(start_stock_broker(base_a, ns_a.address, name="broker-b", conf=conf), stocks)
+
+        def layout_b() -> None:
+            ns_b = keep(start_stock_namesrv(base_b), stocks)
+            found["b/namesrv"] = ns_b
+            found["b/broker-a"] = keep(start_stock_broker(base_b, ns_b.address, name="broker-a", conf=conf), stocks)
+            found["b/broker-b"] = keep(broker_process(base_b, ns_b.address, name="broker-b", conf=conf).start(), ours)
+
+        threads += [threading.Thread(target=guarded(fn)) for fn in (stock_b_of_a, layout_b)]
+        for t in threads:
+            t.start()
+        br_a = keep(broker_process(base_a, ns_a.address, name="broker-a", conf=conf).start(), ours)
+        for t in threads:
+            t.join()
+        if errors:
+            raise errors[0]
+        made = {
+            "ours-namesrv": Mixed("ours-namesrv", ns_a, {"broker-a": br_a, "broker-b": found["a/broker-b"]},
+                                  {"broker-b"}),
+            "stock-namesrv": Mixed("stock-namesrv", found["b/namesrv"],
+                                   {"broker-a": found["b/broker-a"], "broker-b": found["b/broker-b"]}, {"broker-a"}),
+        }
+        yield made
     finally:
-        for proc in ours:
+        for t in threads:
+            t.join()
+        for proc in reversed(ours):
             proc.stop()
         stop_all(reversed(stocks))
         for proc in [*ours, *stocks]:
             print(f"---- {proc.argv[-1]} ----\n{proc.log_tail(30)}")
 
 
-@pytest.fixture(scope="module", params=["ours-namesrv", "stock-namesrv"])
-def mixed(request: pytest.FixtureRequest, stock_java: JavaEnv,
-          tmp_path_factory: pytest.TempPathFactory) -> Iterator[Mixed]:
-    start = _start_ours_namesrv if request.param == "ours-namesrv" else _start_stock_namesrv
-    yield from start(tmp_path_factory)
+@pytest.fixture(params=LAYOUTS)
+def mixed(request: pytest.FixtureRequest, layouts: dict[str, Mixed]) -> Mixed:
+    return layouts[request.param]
 
 
 def config(m: Mixed) -> ClientConfig:
