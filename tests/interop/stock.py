@@ -35,7 +35,7 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -268,8 +268,11 @@ def _start_on_free_ports(make: Any, attempts: int = 3) -> JavaServer:
 
 
 def stock_namesrv_process(tmp: Path, *, name: str = "stock-namesrv", port: int | None = None,
-                          props: Mapping[str, str] | None = None) -> JavaServer:
-    """A stock ``NamesrvStartup -c namesrv.properties`` (listenPort=port or a free one), not started."""
+                          props: Mapping[str, str] | None = None,
+                          jvm_extra: Sequence[str] = ()) -> JavaServer:
+    """A stock ``NamesrvStartup -c namesrv.properties`` (listenPort=port or a free one), not started.
+    ``jvm_extra`` follows the default JVM options (later wins: bench/compare.py gives C2 and a
+    bigger heap)."""
     env = require_java()
     home = tmp / name
     home.mkdir(parents=True, exist_ok=True)
@@ -278,19 +281,22 @@ def stock_namesrv_process(tmp: Path, *, name: str = "stock-namesrv", port: int |
     settings = {"listenPort": str(port), "kvConfigPath": str(home / "kvConfig.json"), **(props or {})}
     conf = home / "namesrv.properties"
     conf.write_text("".join(f"{k}={v}\n" for k, v in settings.items()))
-    argv = [env.java, *jvm_args(tmp, home, address, heap=SERVER_HEAP), "-cp", env.classpath,
-            NAMESRV_MAIN, "-c", str(conf)]
+    argv = [env.java, *jvm_args(tmp, home, address, heap=SERVER_HEAP), *jvm_extra, "-cp",
+            env.classpath, NAMESRV_MAIN, "-c", str(conf)]
     return JavaServer(argv, STOCK_NAMESRV_READY, address=address, home=home,
                       logs=[home / "logs" / "namesrv.log"])
 
 
 def start_stock_namesrv(tmp: Path, *, name: str = "stock-namesrv",
-                        props: Mapping[str, str] | None = None) -> JavaServer:
-    return _start_on_free_ports(lambda: stock_namesrv_process(tmp, name=name, props=props))
+                        props: Mapping[str, str] | None = None,
+                        jvm_extra: Sequence[str] = ()) -> JavaServer:
+    return _start_on_free_ports(lambda: stock_namesrv_process(tmp, name=name, props=props,
+                                                              jvm_extra=jvm_extra))
 
 
 def stock_broker_process(tmp: Path, namesrv_addr: str, *, name: str = "broker-a",
-                         conf: Mapping[str, str] | None = None, port: int | None = None) -> JavaServer:
+                         conf: Mapping[str, str] | None = None, port: int | None = None,
+                         jvm_extra: Sequence[str] = ()) -> JavaServer:
     """A stock ``BrokerStartup -c broker.conf -n namesrv`` whose store lives under ``tmp/<name>``;
     ``conf`` entries go into broker.conf over the defaults below (any role: pass brokerRole,
     brokerId, ...). It binds listenPort-2 (fast/VIP), listenPort and listenPort+1 (HA)."""
@@ -316,15 +322,17 @@ def stock_broker_process(tmp: Path, namesrv_addr: str, *, name: str = "broker-a"
     settings.update({"brokerIP1": "127.0.0.1", "brokerIP2": "127.0.0.1", "namesrvAddr": namesrv_addr})
     conf_path = home / "broker.conf"
     conf_path.write_text("".join(f"{k}={v}\n" for k, v in settings.items()))
-    argv = [env.java, *jvm_args(tmp, home, namesrv_addr, heap=SERVER_HEAP), "-cp", env.classpath,
-            BROKER_MAIN, "-c", str(conf_path), "-n", namesrv_addr]
+    argv = [env.java, *jvm_args(tmp, home, namesrv_addr, heap=SERVER_HEAP), *jvm_extra, "-cp",
+            env.classpath, BROKER_MAIN, "-c", str(conf_path), "-n", namesrv_addr]
     return JavaServer(argv, BROKER_READY, address=f"127.0.0.1:{settings['listenPort']}", home=home,
                       logs=[home / "logs" / "broker.log"])
 
 
 def start_stock_broker(tmp: Path, namesrv_addr: str, *, name: str = "broker-a",
-                       conf: Mapping[str, str] | None = None) -> JavaServer:
-    return _start_on_free_ports(lambda: stock_broker_process(tmp, namesrv_addr, name=name, conf=conf))
+                       conf: Mapping[str, str] | None = None,
+                       jvm_extra: Sequence[str] = ()) -> JavaServer:
+    return _start_on_free_ports(lambda: stock_broker_process(tmp, namesrv_addr, name=name, conf=conf,
+                                                             jvm_extra=jvm_extra))
 
 
 # -- mqadmin ------------------------------------------------------------------------------
