@@ -19,6 +19,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
@@ -30,8 +31,10 @@ from aiorocketmq.protocol.codes import RequestCode, ResponseCode
 from aiorocketmq.protocol.command import RemotingCommand
 from tests.interop import stock
 from tests.interop.checks import FAST_BROKER_CONF, Spec, check_received, check_sent, event_of
+from tests.interop.flows import Flows
 from tests.interop.stock import (
     DriverProcess,
+    DriverResult,
     Event,
     JavaEnv,
     start_stock_broker,
@@ -242,3 +245,145 @@ async def wait_route(m: Mixed, topic: str, timeout: float = 15.0) -> None:
             await asyncio.sleep(0.2)
     finally:
         await client.close()
+
+
+# -- one stock client, two brokers: what it sees from ours is what it sees from stock -----------
+
+# Properties whose values are the same for every message of one role (the others, such as KEYS,
+# TAGS, UNIQ_KEY, MIN_OFFSET or ORIGIN_MESSAGE_ID, are compared by presence only).
+SEMANTIC = ("WAIT", "CLUSTER", "RETRY_TOPIC", "REAL_TOPIC", "DELAY", "TRAN_MSG", "PGROUP",
+            "MAX_RECONSUME_TIMES", "RECONSUME_TIME", "TRANSACTION_CHECK_TIMES", "color", "size")
+
+
+def shape(role: str, e: Event) -> tuple[object, ...]:
+    props = e["properties"]
+    return (role, e["topic"], e["sysFlag"], e["reconsumeTimes"], tuple(sorted(props)),
+            tuple((k, props[k]) for k in SEMANTIC if k in props))
+
+
+def compare_brokers(m: Mixed, roles: list[tuple[str, Event]]) -> None:
+    """Every role's message shapes are the same from the stock broker as from ours, and each
+    broker served some of every role."""
+    by_addr = {f"/{br.address}": name for name, br in m.brokers.items()}
+    seen: dict[str, dict[str, set[tuple[object, ...]]]] = {name: {} for name in m.brokers}
+    for role, e in roles:
+        broker = e.get("brokerName") or by_addr[e["storeHost"]]
+        seen[broker].setdefault(role, set()).add(shape(role, e))
+    (stock_name,) = m.stock_names
+    (our_name,) = set(m.brokers) - m.stock_names
+    assert seen[stock_name].keys() == seen[our_name].keys(), seen
+    for role in seen[stock_name]:
+        assert seen[our_name][role] == seen[stock_name][role], (role, seen[stock_name][role], seen[our_name][role])
+
+
+def create_on_both(m: Mixed, tmp: Path, topic: str) -> None:
+    created = stock.mqadmin(tmp, m.namesrv.address, "updateTopic", "-c", CLUSTER, "-t", topic, "-r", "4", "-w", "4")
+    assert created.stdout.count("create topic to ") == 2, created.describe()
+    asyncio.run(wait_route(m, topic))
+
+
+DIFF_REFUSED = "k-([02468]|1[024])"  # 8 of 16, on both brokers
+
+
+def diff_retry_flow(m: Mixed, kind: str) -> Callable[[Flows], list[DriverResult]]:
+    """``kind`` Conc: RECONSUME_LATER, redelivered through %RETRY%; Ord: SUSPEND, retried in the
+    client, then sent back past the maximum (straight to %DLQ%)."""
+    def flow(f: Flows) -> list[DriverResult]:
+        spec = Spec(f"DiffRetry{kind}", 16)
+        create_on_both(m, f.tmp, spec.topic)
+        sent = f.run("produce-sync", group=f"PG-DiffRetry{kind}", timeout_ms=TIMEOUT_MS, **spec.driver_options())
+        received = f.run("consume-orderly" if kind == "Ord" else "consume-push", topic=spec.topic,
+                         group=f"CG-DiffRetry{kind}", count=8, expect_deliveries=32, reconsume_pattern=DIFF_REFUSED,
+                         max_reconsume_times=2, suspend_ms=100, linger_ms=1500, timeout_ms=TIMEOUT_MS)
+        dlq = f.run("pull-consumer", topic=f"%DLQ%CG-DiffRetry{kind}", group=f"CG-DiffDlqReader{kind}", count=8,
+                    timeout_ms=TIMEOUT_MS)
+        return [sent, received, dlq]
+    return flow
+
+
+def diff_delay_flow(m: Mixed) -> Callable[[Flows], list[DriverResult]]:
+    def flow(f: Flows) -> list[DriverResult]:
+        spec = Spec("DiffDelay", 16)
+        create_on_both(m, f.tmp, spec.topic)
+        sent = f.run("produce-delay", group="PG-DiffDelay", delay_level=3, timeout_ms=TIMEOUT_MS,
+                     **spec.driver_options())
+        received = f.run("consume-push", topic=spec.topic, group="CG-DiffDelay", count=16, timeout_ms=TIMEOUT_MS)
+        return [sent, received]
+    return flow
+
+
+def diff_tx_flow(m: Mixed) -> Callable[[Flows], list[DriverResult]]:
+    def flow(f: Flows) -> list[DriverResult]:
+        spec = Spec("DiffTx", 24)
+        create_on_both(m, f.tmp, spec.topic)
+        sent = f.run("transaction", group="PG-DiffTx", tx_states=["COMMIT_MESSAGE", "ROLLBACK_MESSAGE", "UNKNOW"],
+                     timeout_ms=TIMEOUT_MS, **spec.driver_options())
+        received = f.run("consume-push", topic=spec.topic, group="CG-DiffTx", count=16, linger_ms=1000,
+                         timeout_ms=TIMEOUT_MS)
+        return [sent, received]
+    return flow
+
+
+@pytest.fixture(scope="module")
+def diff(layouts: dict[str, Mixed], tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Mixed, Flows]]:
+    """The differential scenarios, run together on the stock-namesrv layout (stock broker-a,
+    our broker-b, every topic on both)."""
+    m = layouts["stock-namesrv"]
+    f = Flows(tmp_path_factory.mktemp("diff"), m.namesrv.address)
+    try:
+        f.submit("retry-Conc", diff_retry_flow(m, "Conc"))
+        f.submit("retry-Ord", diff_retry_flow(m, "Ord"))
+        f.submit("delay", diff_delay_flow(m))
+        f.submit("tx", diff_tx_flow(m))
+        yield m, f
+    finally:
+        f.close()
+
+
+@pytest.mark.parametrize("kind", ["Conc", "Ord"], ids=["concurrently", "orderly"])
+def test_same_view_of_retries_and_dlq(diff: tuple[Mixed, Flows], kind: str) -> None:
+    """Refused x3 then %DLQ%: each delivery (first, retries 1 and 2, the DLQ copy) has the same
+    topic, sysFlag, reconsumeTimes, property keys and retry properties from our broker as from
+    the stock one."""
+    m, f = diff
+    spec = Spec(f"DiffRetry{kind}", 16)
+    sent_result, received, dlq = f.result(f"retry-{kind}")
+    sent = check_sent(sent_result, spec)
+    assert {e["brokerName"] for e in sent.values()} == set(m.brokers)
+    events = received.of("received")
+    check_received(events, spec, exact=False, sent=sent)
+    check_received(dlq.of("received"), spec, indexes=[i for i in spec.indexes if i % 2 == 0],
+                   topic=f"%DLQ%CG-DiffRetry{kind}")
+    roles = [(f"{e['consumeResult']}#{e['reconsumeTimes']}", e) for e in events]
+    roles += [("dlq", e) for e in dlq.of("received")]
+    compare_brokers(m, roles)
+
+
+def test_same_view_of_delayed_messages(diff: tuple[Mixed, Flows]) -> None:
+    m, f = diff
+    spec = Spec("DiffDelay", 16)
+    sent_result, received = f.result("delay")
+    sent = check_sent(sent_result, spec)
+    events = received.of("received")
+    check_received(events, spec)
+    for e in events:
+        assert e["msgId"] == sent[e["keys"]]["msgId"] and e["storeTimestamp"] - e["bornTimestamp"] >= 900, e
+    compare_brokers(m, [("delayed", e) for e in events])
+
+
+def test_same_view_of_transactions(diff: tuple[Mixed, Flows]) -> None:
+    """Half messages on both brokers: committed (at once or after a check-back) and checked
+    messages look the same from both; rolled back ones never arrive."""
+    m, f = diff
+    spec = Spec("DiffTx", 24)
+    sent_result, received = f.result("tx")
+    check_sent(sent_result, spec, offset_msg_id=False)
+    events = received.of("received")
+    check_received([{**e, "userProperties": {k: v for k, v in e["userProperties"].items()
+                                            if k != "TRANSACTION_CHECK_TIMES"}} for e in events],
+                   spec, indexes=[i for i in spec.indexes if i % 3 != 1])
+    checks = sent_result.of("check")
+    assert {e["index"] for e in checks} == {i for i in spec.indexes if i % 3 == 2}
+    roles = [(f"committed-{'checked' if e['index'] % 3 == 2 else 'at-once'}", e) for e in events]
+    roles += [("check", {**e, "brokerName": None}) for e in checks]
+    compare_brokers(m, roles)
