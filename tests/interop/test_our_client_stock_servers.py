@@ -166,7 +166,8 @@ async def push_consume(ns: JavaServer, topic: str, group: str, recorder: Recorde
 @pytest.mark.parametrize("mode", ["sync", "async", "oneway", "batch"])
 async def test_send_modes(stock: tuple[JavaServer, JavaServer], st: str, mode: str) -> None:
     ns, br = stock
-    spec = Spec(f"OurSend{mode}{st}", 20, body_size=0 if mode == "batch" else 5000)  # 5000: compressed
+    spec = Spec(f"OurSend{mode}{st}", 20, body_size=0 if mode == "batch" else 5000,  # 5000: compressed
+                props={"color": "blue", "größe": "ü€✓ 7"})
     sent: dict[str, Event] = {}
     async with Producer(f"PG-{spec.topic}", config=config(ns, st)) as p:
         if mode == "sync":

@@ -41,8 +41,13 @@ REFUSED = [0, 1, 2]  # keys k-0..k-2 in the retry scenarios
 # -- specs: one per (scenario, serialize type) -----------------------------------------------
 
 
+# sync / async: bodies over 4 KiB (the stock producer compresses them); non-ASCII user properties
+SEND_BODY_SIZES = {"sync": 5000, "async": 6000, "oneway": 150, "batch": 0}
+SEND_PROPS = {"color": "blue", "größe": "ü€✓ 7"}
+
+
 def send_spec(mode: str, st: str) -> Spec:
-    return Spec(f"Send{mode}{st}", 20, body_size=0 if mode == "batch" else 150)
+    return Spec(f"Send{mode}{st}", 20, body_size=SEND_BODY_SIZES[mode], props=SEND_PROPS)
 
 
 def shared_spec(st: str) -> Spec:
@@ -226,6 +231,7 @@ def test_send_modes(flows: tuple[Flows, ServerProcess], st: str, mode: str) -> N
         assert e["msgId"] == sent[spec.key(i)]["msgId"]
         assert e["reconsumeTimes"] == 0 and e["consumeResult"] == "CONSUME_SUCCESS"
         assert e["storeHost"] == f"/{br.address}" and e["brokerName"] == "broker-a"
+        assert e["sysFlag"] & 1 == (1 if spec.body_size > 4096 else 0), e  # COMPRESSED_FLAG
     if mode == "batch":
         batches = {e["batchMsgId"] for e in sent_result.of("sent")}
         assert len(batches) == 4  # 20 messages in batches of 5, one queue each
