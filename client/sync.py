@@ -24,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import threading
-from collections.abc import Awaitable, Coroutine, Iterable
+from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from typing import Any, ClassVar, Self, TypeVar
 
 from aiorocketmq.protocol.bodies import MessageQueue
@@ -66,6 +66,8 @@ class LoopThread:
     """
 
     close_timeout: ClassVar[float | None] = None
+    # How the loop is made; BlockingLink (spark_sink) uses uvloop's when it is installed.
+    loop_factory: ClassVar[Callable[[], asyncio.AbstractEventLoop]] = asyncio.new_event_loop
 
     def __init__(self, name: str = "rocketmq-loop") -> None:
         self._name = name
@@ -80,7 +82,7 @@ class LoopThread:
         """Start the loop thread, then run ``_aopen`` on it."""
         if self._thread is not None:
             raise MQClientError(f"{self._name}: already open")
-        loop = asyncio.new_event_loop()
+        loop = type(self).loop_factory()
         ready = threading.Event()
 
         def main() -> None:

@@ -177,9 +177,21 @@ def encode_properties(props: Mapping[str, str | None]) -> str:
 
 def decode_properties(s: str) -> dict[str, str]:
     """``MessageDecoder.string2messageProperties``: last value of a key wins; empties dropped."""
-    result: dict[str, str] = {}
     if not s:
-        return result
+        return {}
+    # The common case in C: every segment is key\x01value with both non-empty (dict()
+    # keeps the first place and the last value of a repeated key, as the loop below).
+    try:
+        result = dict([seg.split(_NV, 1) for seg in s.split(_PS)])
+    except ValueError:  # a segment without \x01
+        return _decode_properties_loop(s)
+    if "" in result or "" in result.values():
+        return _decode_properties_loop(s)
+    return result
+
+
+def _decode_properties_loop(s: str) -> dict[str, str]:
+    result: dict[str, str] = {}
     for seg in s.split(_PS):
         if len(seg) >= 3:
             i = seg.find(_NV)
@@ -217,6 +229,20 @@ def _ip_str(ip: bytes) -> str:
     if len(ip) == 4:
         return f"{ip[0]}.{ip[1]}.{ip[2]}.{ip[3]}"
     return socket.inet_ntop(socket.AF_INET6, ip)
+
+
+# "ip:port" by (ip bytes, port): a pull body names a handful of hosts many times over.
+_HOST_CACHE: dict[tuple[bytes, int], str] = {}
+
+
+def _host_str(ip: bytes, port: int) -> str:
+    key = (ip, port)
+    text = _HOST_CACHE.get(key)
+    if text is None:
+        if len(_HOST_CACHE) >= 4096:
+            _HOST_CACHE.clear()
+        text = _HOST_CACHE[key] = f"{_ip_str(ip)}:{port}"
+    return text
 
 
 def socket_address_from_bytes(b: bytes) -> str:
@@ -815,9 +841,9 @@ def decode_message(
     msg.queue_offset = queue_offset
     msg.sys_flag = sys_flag
     msg.born_timestamp = born_ts
-    msg.born_host = f"{_ip_str(born_ip)}:{born_port}"
+    msg.born_host = _host_str(born_ip, born_port)
     msg.store_timestamp = store_ts
-    msg.store_host = f"{_ip_str(store_ip)}:{store_port}"
+    msg.store_host = _host_str(store_ip, store_port)
     msg.commit_log_offset = physical_offset
     msg.body_crc = body_crc
     msg.reconsume_times = reconsume_times

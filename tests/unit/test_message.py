@@ -841,3 +841,14 @@ def test_a_unique_key_is_not_an_offset_msg_id() -> None:
     with pytest.raises(MessageDecodeError, match="port 1367545695"):
         decode_offset_msg_id("7F0000015183175F320076E550520000")
     assert decode_offset_msg_id("7F00000100002A9F0000000000004F9C") == ("127.0.0.1:10911", 20380)
+
+
+@settings(max_examples=500)
+@given(st.text(alphabet=st.sampled_from("ab\x01\x02é "), max_size=24))
+def test_decode_properties_fast_path_is_the_loop(s: str) -> None:
+    """The dict(split) fast path gives the segment loop's map, order included."""
+    from aiorocketmq.protocol.message import _decode_properties_loop
+
+    fast = decode_properties(s)
+    assert fast == _decode_properties_loop(s)
+    assert list(fast) == list(_decode_properties_loop(s))
