@@ -39,6 +39,8 @@ from aiorocketmq.client import (
     TransactionProducer,
     create_reply_message,
 )
+from aiorocketmq.client.admin.api import MQAdmin
+from aiorocketmq.protocol.bodies import TopicConfig
 from aiorocketmq.protocol.codes import MessageConst
 from aiorocketmq.protocol.javautil import java_string_hash
 from tests.interop.checks import (
@@ -50,9 +52,11 @@ from tests.interop.checks import (
     event_of,
 )
 from tests.interop.stock import (
+    DriverProcess,
     Event,
     JavaEnv,
     JavaServer,
+    received_body,
     start_stock_broker,
     start_stock_namesrv,
     stop_all,
@@ -488,5 +492,76 @@ async def test_request_reply(stock: tuple[JavaServer, JavaServer]) -> None:
         await responder.shutdown()
     check_received(requests, spec)
     for i, reply in zip(spec.indexes, replies, strict=True):
+        assert reply.body == b"reply:" + spec.body(i)
+        assert reply.properties["MSG_TYPE"] == "reply" and reply.properties["CORRELATION_ID"]
+
+
+async def create_topic(ns: JavaServer, topic: str) -> None:
+    """The topic on broker-a and in the nameserver's route before any consumer starts (a stock
+    consumer started before its topic exists waits ~5 s for its first pull)."""
+    async with MQAdmin(ns.address) as admin:
+        await admin.create_topic_in_cluster("DefaultCluster", TopicConfig(topic, 4, 4))
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 15
+        while True:
+            try:
+                await admin.topic_route(topic)
+                return
+            except Exception:
+                assert loop.time() < deadline, f"no route for {topic}"
+                await asyncio.sleep(0.2)
+
+
+@pytest.mark.parametrize("requester", ["stock", "ours"])
+async def test_request_reply_with_a_stock_peer(stock: tuple[JavaServer, JavaServer],
+                                               java_driver: Callable[..., DriverProcess], requester: str) -> None:
+    """Across clients through the stock broker: a stock DefaultMQProducer.request() answered by
+    our replier (create_reply_message + send_reply), and our RequestProducer.request() answered
+    by a stock replier (MessageUtil.createReplyMessage)."""
+    ns, _ = stock
+    spec = Spec(f"CrossRequest{requester}", 4)
+    await create_topic(ns, spec.topic)
+    if requester == "stock":
+        responder = RequestProducer("PG-CrossReplier", config=config(ns).replace(instance_name="xreplier"))
+        requests: list[Event] = []
+        loop = asyncio.get_running_loop()
+
+        def answer(msgs: list[MessageExt], ctx: Any) -> ConsumeConcurrentlyStatus:
+            for m in msgs:
+                requests.append(event_of(m))
+                reply = create_reply_message(m, b"reply:" + m.body)
+                asyncio.run_coroutine_threadsafe(responder.send_reply(reply), loop).result(10)
+            return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+        await responder.start()
+        replier = PushConsumer("CG-CrossReplier", config=config(ns).replace(instance_name="xreplier"),
+                               consume_from_where=FIRST)
+        replier.subscribe(spec.topic, "*")
+        replier.register_message_listener(answer)
+        await replier.start()
+        try:
+            proc = java_driver("request-reply", namesrv=ns.address, role="requester", group="CG-CrossRequester",
+                               request_timeout_ms=15000, timeout_ms=60000, **spec.driver_options())
+            result = (await asyncio.to_thread(proc.wait, 90)).check()
+        finally:
+            await replier.shutdown()
+            await responder.shutdown()
+        check_received(requests, spec)
+        replies = result.of("reply")
+        assert [e["requestIndex"] for e in replies] == list(spec.indexes), result.describe()
+        for e in replies:
+            assert received_body(e) == b"reply:" + spec.body(e["requestIndex"]), e
+            assert e["properties"]["MSG_TYPE"] == "reply" and e["properties"]["CORRELATION_ID"], e
+        return
+    proc = java_driver("request-reply", namesrv=ns.address, role="replier", group="CG-CrossStockReplier",
+                       timeout_ms=60000, **spec.driver_options())
+    await asyncio.to_thread(proc.wait_for, "started", timeout=60)
+    got: list[MessageExt] = []
+    async with RequestProducer("PG-CrossRequester", config=config(ns).replace(instance_name="xrequester")) as rp:
+        for i in spec.indexes:
+            got.append(await rp.request(spec.message(i), 15.0))
+    result = (await asyncio.to_thread(proc.wait, 60)).check()
+    check_received([{**e, "event": "received"} for e in result.of("replied")], spec)
+    for i, reply in zip(spec.indexes, got, strict=True):
         assert reply.body == b"reply:" + spec.body(i)
         assert reply.properties["MSG_TYPE"] == "reply" and reply.properties["CORRELATION_ID"]

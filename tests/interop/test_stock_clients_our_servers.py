@@ -13,11 +13,13 @@ every delay level at 1 s and transaction checks after 1 s (``FAST_BROKER_CONF``)
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
+from aiorocketmq.client import ClientConfig, PullConsumer
 from tests.interop.checks import (
     FAST_BROKER_CONF,
     Spec,
@@ -355,6 +357,8 @@ def test_lite_pull_subscribe(flows: tuple[Flows, ServerProcess], st: str) -> Non
     sent = shared_sent(f, st)
     (result,) = f.result(f"lite-{st}")
     check_received(result.of("received"), shared_spec(st), sent=sent)
+    # commitSync stored the group's offsets on our broker: each queue's end
+    assert stored_offsets(f, f"CG-lite-{st}", shared_spec(st).topic) == queue_ends(sent)
 
 
 @pytest.mark.parametrize("st", SERIALIZE_TYPES)
@@ -369,6 +373,24 @@ def test_lite_pull_assign_seek(flows: tuple[Flows, ServerProcess], st: str) -> N
     queues = result.of("assigned")[0]["queues"]
     assert sorted(q["queueId"] for q in queues) == sorted({e["queueId"] for e in sent.values()})
     check_received(result.of("received"), spec, indexes=want, sent=sent)
+    assert stored_offsets(f, f"CG-assign-{st}", spec.topic) == queue_ends(sent)  # commitSync
+
+
+def queue_ends(sent: dict[str, Any]) -> dict[int, int]:
+    ends: dict[int, int] = {}
+    for e in sent.values():
+        ends[e["queueId"]] = max(ends.get(e["queueId"], 0), e["queueOffset"] + 1)
+    return ends
+
+
+def stored_offsets(f: Flows, group: str, topic: str) -> dict[int, int]:
+    """QUERY_CONSUMER_OFFSET of every queue of ``topic`` on our broker (our client asks)."""
+    async def query() -> dict[int, int]:
+        cfg = ClientConfig(namesrv_addr=f.namesrv, client_ip="127.0.0.1")
+        async with PullConsumer(group, config=cfg) as c:
+            return {mq.queue_id: await c.fetch_consume_offset(mq, from_store=True)
+                    for mq in await c.fetch_subscribe_message_queues(topic)}
+    return asyncio.run(query())
 
 
 @pytest.mark.parametrize("st", SERIALIZE_TYPES)
