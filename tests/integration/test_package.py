@@ -112,4 +112,6 @@ def test_an_application_with_its_own_client_module_is_not_shadowed(venv: Path,
 @pytest.mark.parametrize("script", ["mqnamesrv", "mqbroker", "mqadmin", "mqbench"])
 def test_console_scripts(venv: Path, tmp_path: Path, script: str) -> None:
     proc = run(venv / "bin" / script, "--help", cwd=tmp_path)
-    assert "usage" in proc.stdout.lower()
+    # mqadmin answers --help with the stock tool's command list, the servers with argparse's usage
+    assert ("usage" in proc.stdout.lower()
+            or "The most commonly used mqadmin commands are:" in proc.stdout), proc.stdout
