@@ -18,7 +18,6 @@ Contract:
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from typing import TYPE_CHECKING
 
 from aiorocketmq.client.remoting import RemotingClient
@@ -31,6 +30,7 @@ from aiorocketmq.protocol.bodies import (
 from aiorocketmq.protocol.codes import RequestCode, ResponseCode
 from aiorocketmq.protocol.command import RemotingCommand
 from aiorocketmq.protocol.errors import RocketMQError
+from aiorocketmq.server.routine import Routine
 
 from .schedule import decode_delay_offsets
 
@@ -52,20 +52,14 @@ class SlaveSynchronize:
         self._client = RemotingClient()
         self.master_addr: str | None = None
         self.last_sync_ok = False
-        self._task: asyncio.Task[None] | None = None
+        self._routine = Routine(self._sync_routine, "SlaveSynchronize")
 
     def start(self) -> None:
-        if self._task is None:
-            self._task = asyncio.get_running_loop().create_task(self._sync_routine(),
-                                                                name="SlaveSynchronize")
+        self._routine.start()
 
     async def stop(self) -> None:
         """Cancel the routine and close the connection to the master. Idempotent."""
-        task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await self._routine.stop()
         await self._client.close()
 
     async def _sync_routine(self) -> None:

@@ -43,7 +43,6 @@ the stored bytes unchanged.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import itertools
 import random
 import time
@@ -71,6 +70,7 @@ from aiorocketmq.protocol.message import (
     encode_properties,
     socket_address_to_bytes,
 )
+from aiorocketmq.server.routine import Routine
 from aiorocketmq.server.store.inner import MessageExtBrokerInner, PutMessageResult, PutMessageStatus
 
 if TYPE_CHECKING:
@@ -501,12 +501,10 @@ class TransactionalMessageCheckService:
     def __init__(self, broker: BrokerController, service: TransactionalMessageService) -> None:
         self._b = broker
         self._service = service
-        self._task: asyncio.Task[None] | None = None
+        self._routine = Routine(self._check_routine, "TransactionalMessageCheckService")
 
     def start(self) -> None:
-        if self._task is None:
-            self._task = asyncio.get_running_loop().create_task(
-                self._check_routine(), name="TransactionalMessageCheckService")
+        self._routine.start()
 
     async def _check_routine(self) -> None:
         c = self._b.config
@@ -521,8 +519,4 @@ class TransactionalMessageCheckService:
                 log.exception("broker.transaction.check_failed")
 
     async def stop(self) -> None:
-        task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await self._routine.stop()

@@ -10,9 +10,9 @@ an edit takes effect sooner with the same result.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 
 from aiorocketmq.logs import get_logger
+from aiorocketmq.server.routine import Routine
 
 from .plain_permission import PlainPermissionManager
 
@@ -27,12 +27,10 @@ class AclFileWatcher:
     def __init__(self, manager: PlainPermissionManager, interval: float = 1.0) -> None:
         self.manager = manager
         self.interval = interval
-        self._task: asyncio.Task[None] | None = None
+        self._routine = Routine(self._watch_routine, "AclFileWatchService")
 
     def start(self) -> None:
-        if self._task is None:
-            self._task = asyncio.get_running_loop().create_task(
-                self._watch_routine(), name="AclFileWatchService")
+        self._routine.start()
 
     async def _watch_routine(self) -> None:
         while True:
@@ -40,8 +38,4 @@ class AclFileWatcher:
             self.manager.check_files()
 
     async def stop(self) -> None:
-        task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await self._routine.stop()
