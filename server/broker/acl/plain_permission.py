@@ -218,6 +218,22 @@ def write_yaml(path: str, data: dict[str, Any]) -> bool:
     return True
 
 
+def _read_acl_file(path: str) -> dict[str, Any] | None:
+    """The mapping an ACL file holds; None (logged) when it is empty. Raises ``AclError``."""
+    data = read_yaml(path)
+    if not data:
+        log.warning("acl.file_empty", path=path)
+        return None
+    if not isinstance(data, dict):
+        raise AclError(f"{path}: not a YAML mapping")
+    return data
+
+
+def _global_white(data: dict[str, Any]) -> list[RemoteAddressStrategy]:
+    """The strategies of a file's ``globalWhiteRemoteAddresses``."""
+    return [remote_address_strategy(_text(p)) for p in data.get("globalWhiteRemoteAddresses") or ()]
+
+
 def _file_state(path: str) -> tuple[int, int] | None:
     try:
         st = os.stat(path)
@@ -287,14 +303,10 @@ class PlainPermissionManager:
         state = _State({}, {}, {}, {})
         for path in files:
             path = deal_file_path(path)
-            data = read_yaml(path)
-            if not data:
-                log.warning("acl.file_empty", path=path)
+            data = _read_acl_file(path)
+            if data is None:
                 continue
-            if not isinstance(data, dict):
-                raise AclError(f"{path}: not a YAML mapping")
-            whites = [remote_address_strategy(_text(p))
-                      for p in data.get("globalWhiteRemoteAddresses") or ()]
+            whites = _global_white(data)
             if whites:
                 state.global_white[path] = whites
             accounts: dict[str, PlainAccessResource] = {}
@@ -320,14 +332,10 @@ class PlainPermissionManager:
     def load_file(self, path: str) -> None:
         """Reload one changed file (upstream ``load(aclFilePath)``). Raises ``AclError``."""
         path = deal_file_path(path)
-        data = read_yaml(path)
-        if not data:
-            log.warning("acl.file_empty", path=path)
+        data = _read_acl_file(path)
+        if data is None:
             return
-        if not isinstance(data, dict):
-            raise AclError(f"{path}: not a YAML mapping")
-        whites = [remote_address_strategy(_text(p))
-                  for p in data.get("globalWhiteRemoteAddresses") or ()]
+        whites = _global_white(data)
         state = self._state
         accounts: dict[str, PlainAccessResource] = {}
         built = [build_plain_access_resource(_account(obj))
