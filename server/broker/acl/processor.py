@@ -34,7 +34,7 @@ from aiorocketmq.protocol.errors import HeaderError
 from aiorocketmq.protocol.javautil import java_hashmap_order
 
 from .errors import AclError
-from .plain_permission import PlainAccessConfig, java_split
+from .plain_permission import PlainAccessConfig, PlainPermissionManager, java_split
 from .validator import PlainAccessValidator
 
 __all__ = ["AclAdminProcessor"]
@@ -71,6 +71,24 @@ class AclAdminProcessor:
             RequestCode.GET_BROKER_CLUSTER_ACL_CONFIG: self.get_broker_cluster_acl_config,
         }
 
+    def _change(self, request: RemotingCommand, failed: int,
+                change: Callable[[PlainPermissionManager], bool], refused_remark: str,
+                error_event: str | None = None, **fields: str) -> RemotingCommand | None:
+        """Apply ``change`` to the manager: the ``failed`` response when it raises ``AclError``
+        (also when ACL is off; logged as ``error_event`` if given) or returns False; None when
+        it succeeded."""
+        try:
+            if self.validator is None:
+                raise AclError(None)
+            ok = change(self.validator.manager)
+        except AclError as exc:
+            if error_event is not None:
+                log.error(error_event, **fields, error=str(exc))
+            return request.create_response(failed, exc.message)
+        if not ok:
+            return request.create_response(failed, refused_remark)
+        return None
+
     def update_and_create_access_config(self, channel: Channel,
                                         request: RemotingCommand) -> RemotingCommand:
         ak = _required(request, "accessKey")
@@ -82,50 +100,38 @@ class AclAdminProcessor:
             default_group_perm=request.ext("defaultGroupPerm"),
             topic_perms=java_split(request.ext("topicPerms"), ","),
             group_perms=java_split(request.ext("groupPerms"), ","))
-        failed = ResponseCode.UPDATE_AND_CREATE_ACL_CONFIG_FAILED
-        try:
-            if self.validator is None:
-                raise AclError(None)
-            ok = self.validator.manager.update_access_config(config)
-        except AclError as exc:
-            log.error("acl.update_failed", access_key=ak, error=str(exc))
-            return request.create_response(failed, exc.message)
-        if not ok:
-            return request.create_response(
-                failed, f"The accesskey[{ak}] corresponding to accessConfig has been updated failed.")
+        refused = self._change(
+            request, ResponseCode.UPDATE_AND_CREATE_ACL_CONFIG_FAILED,
+            lambda manager: manager.update_access_config(config),
+            f"The accesskey[{ak}] corresponding to accessConfig has been updated failed.",
+            "acl.update_failed", access_key=ak)
+        if refused is not None:
+            return refused
         log.info("acl.account_updated", access_key=ak, peer=channel.remote_addr)
         return request.create_response(ResponseCode.SUCCESS)
 
     def delete_access_config(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         ak = _required(request, "accessKey")
-        failed = ResponseCode.DELETE_ACL_CONFIG_FAILED
-        try:
-            if self.validator is None:
-                raise AclError(None)
-            ok = self.validator.manager.delete_access_config(ak)
-        except AclError as exc:
-            log.error("acl.delete_failed", access_key=ak, error=str(exc))
-            return request.create_response(failed, exc.message)
-        if not ok:
-            return request.create_response(
-                failed, f"The accesskey[{ak}] corresponding to accessConfig has been deleted failed.")
+        refused = self._change(
+            request, ResponseCode.DELETE_ACL_CONFIG_FAILED,
+            lambda manager: manager.delete_access_config(ak),
+            f"The accesskey[{ak}] corresponding to accessConfig has been deleted failed.",
+            "acl.delete_failed", access_key=ak)
+        if refused is not None:
+            return refused
         log.info("acl.account_deleted", access_key=ak, peer=channel.remote_addr)
         return request.create_response(ResponseCode.SUCCESS)
 
     def update_global_white_addrs_config(self, channel: Channel,
                                          request: RemotingCommand) -> RemotingCommand:
         addrs = _required(request, "globalWhiteAddrs")
-        failed = ResponseCode.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG_FAILED
-        try:
-            if self.validator is None:
-                raise AclError(None)
-            ok = self.validator.manager.update_global_white_addrs_config(
-                java_split(addrs, ","), request.ext("aclFileFullPath"))
-        except AclError as exc:
-            return request.create_response(failed, exc.message)
-        if not ok:
-            return request.create_response(
-                failed, f"The globalWhiteAddresses[{addrs}] has been updated failed.")
+        refused = self._change(
+            request, ResponseCode.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG_FAILED,
+            lambda manager: manager.update_global_white_addrs_config(
+                java_split(addrs, ","), request.ext("aclFileFullPath")),
+            f"The globalWhiteAddresses[{addrs}] has been updated failed.")
+        if refused is not None:
+            return refused
         return request.create_response(ResponseCode.SUCCESS)
 
     def get_broker_acl_config_version(self, channel: Channel,
