@@ -304,10 +304,13 @@ def plan_config_update(props: Mapping[str, str], broker: BrokerConfig,
     Raises:
         ConfigUpdateError: the first key (in sorted order) that is refused, and why.
     """
-    broker_fields, store_fields = _broker_fields(), _store_fields()
     plan: list[Assignment] = []
     broker_changes: dict[str, Any] = {}
     store_changes: dict[str, Any] = {}
+    records: tuple[tuple[type[BrokerConfig] | type[MessageStoreConfig], Any, dict[str, str],
+                         dict[str, Any]], ...] = (
+        (BrokerConfig, broker, _broker_fields(), broker_changes),
+        (MessageStoreConfig, store, _store_fields(), store_changes))
     for key in sorted(props):
         value = props[key]
         if key in LIVE_REFUSED_KEYS:
@@ -318,22 +321,18 @@ def plan_config_update(props: Mapping[str, str], broker: BrokerConfig,
         if java_type is not None:
             _check_java_syntax(key, value, java_type)
         try:
-            if key in broker_fields:
-                name = broker_fields[key]
-                parsed = getattr(BrokerConfig.from_properties({key: value}), name)
-                _check_ours(key, parsed)
-                broker_changes[name] = parsed
-                plan.append((broker, name, parsed))
-            elif key in store_fields:
-                name = store_fields[key]
-                parsed = getattr(MessageStoreConfig.from_properties({key: value}), name)
-                _check_ours(key, parsed)
-                store_changes[name] = parsed
-                plan.append((store, name, parsed))
-            elif java_type is not None:
-                plan.append((extra, key, value))
+            for cls, record, fields, changes in records:
+                if key in fields:
+                    name = fields[key]
+                    parsed = getattr(cls.from_properties({key: value}), name)
+                    _check_ours(key, parsed)
+                    changes[name] = parsed
+                    plan.append((record, name, parsed))
+                    break
             else:
-                raise ConfigUpdateError(f"{key} is not a broker configuration key")
+                if java_type is None:
+                    raise ConfigUpdateError(f"{key} is not a broker configuration key")
+                plan.append((extra, key, value))
         except ConfigUpdateError:
             raise
         except (ValueError, TypeError) as exc:
