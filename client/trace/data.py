@@ -22,11 +22,12 @@ upstream's decoder does (a ``Pub`` of 13 to 15 fields, a ``SubAfter`` of 6 to 9)
 from __future__ import annotations
 
 import enum
-import time
 from dataclasses import dataclass, field
 from typing import Any
 
 from aiorocketmq.protocol.message import create_uniq_id
+
+from ..api import now_ms
 
 __all__ = [
     "CONTENT_SPLITOR",
@@ -77,10 +78,6 @@ class ConsumeReturnType(enum.IntEnum):
     FAILED = 4
 
 
-def _now_ms() -> int:
-    return time.time_ns() // 1_000_000
-
-
 def _j(value: Any) -> str:
     """``StringBuilder.append(value)``."""
     if value is None:
@@ -117,7 +114,7 @@ class TraceContext:
     """One trace record (upstream ``TraceContext``)."""
 
     trace_type: TraceType
-    time_stamp: int = field(default_factory=_now_ms)
+    time_stamp: int = field(default_factory=now_ms)
     region_id: str | None = ""
     group_name: str = ""
     cost_time: int = 0

@@ -18,13 +18,12 @@ Every method is cheap and never raises into the caller's send or consume.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 
 from aiorocketmq.protocol.codes import MessageConst, MixAll
 from aiorocketmq.protocol.message import Message, MessageExt
 
-from ..api import SendResult, SendStatus
+from ..api import SendResult, SendStatus, now_ms
 from .data import ConsumeReturnType, MessageType, TraceBean, TraceContext, TraceType
 from .dispatcher import AsyncTraceDispatcher
 
@@ -36,10 +35,6 @@ _REGION = MessageConst.PROPERTY_MSG_REGION
 _TRACE_ON = MessageConst.PROPERTY_TRACE_SWITCH
 _DELAY = MessageConst.PROPERTY_DELAY_TIME_LEVEL
 _PREPARED = MessageConst.PROPERTY_TRANSACTION_PREPARED
-
-
-def _now_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 class Tracer:
@@ -79,7 +74,7 @@ class Tracer:
         if ctx is None or result is None or result.region_id is None or not result.trace_on:
             return
         bean = ctx.beans[0]
-        ctx.cost_time = _now_ms() - ctx.time_stamp
+        ctx.cost_time = now_ms() - ctx.time_stamp
         ctx.success = result.status is SendStatus.SEND_OK
         ctx.region_id = result.region_id
         bean.msg_id = result.msg_id or ""
@@ -119,7 +114,7 @@ class Tracer:
         if not ctx.beans:
             return ctx
         ctx.region_id = region
-        ctx.time_stamp = _now_ms()
+        ctx.time_stamp = now_ms()
         self.dispatcher.append(ctx)
         return ctx
 
@@ -130,6 +125,6 @@ class Tracer:
         after = TraceContext(TraceType.SubAfter, region_id=before.region_id,
                              group_name=before.group_name, request_id=before.request_id,
                              success=success, beans=before.beans,
-                             cost_time=(_now_ms() - before.time_stamp) // len(msgs),
+                             cost_time=(now_ms() - before.time_stamp) // len(msgs),
                              context_code=int(return_type))
         self.dispatcher.append(after)
