@@ -18,12 +18,13 @@ Contract:
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from aiorocketmq.client.remoting import RemotingClient
 from aiorocketmq.logs import get_logger
 from aiorocketmq.protocol.bodies import (
     ConsumerOffsetSerializeWrapper,
+    DataVersion,
     SubscriptionGroupWrapper,
     TopicConfigSerializeWrapper,
 )
@@ -36,6 +37,8 @@ from .schedule import decode_delay_offsets
 
 if TYPE_CHECKING:
     from .controller import BrokerController
+    from .subscription_group import SubscriptionGroupManager
+    from .topic_config import TopicConfigManager
 
 __all__ = ["SlaveSynchronize"]
 
@@ -95,11 +98,8 @@ class SlaveSynchronize:
     async def _sync_topic_config(self, addr: str) -> None:
         wrapper = TopicConfigSerializeWrapper.decode(await self._fetch(addr, RequestCode.GET_ALL_TOPIC_CONFIG))
         topics = self._b.topics
-        if topics.data_version != wrapper.data_version:
-            topics.data_version.assign_new_one(wrapper.data_version)
-            topics.topic_config_table.clear()
-            topics.topic_config_table.update(wrapper.topic_config_table)
-            await topics.persist()
+        if await _adopt(topics, topics.topic_config_table, wrapper.data_version,
+                        wrapper.topic_config_table):
             log.info("broker.slave_topics_synced", master=addr, topics=len(wrapper.topic_config_table))
 
     async def _sync_consumer_offset(self, addr: str) -> None:
@@ -119,9 +119,19 @@ class SlaveSynchronize:
         wrapper = SubscriptionGroupWrapper.decode(
             await self._fetch(addr, RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG))
         groups = self._b.subscription_groups
-        if groups.data_version != wrapper.data_version:
-            groups.data_version.assign_new_one(wrapper.data_version)
-            groups.table.clear()
-            groups.table.update(wrapper.subscription_group_table)
-            await groups.persist()
+        if await _adopt(groups, groups.table, wrapper.data_version,
+                        wrapper.subscription_group_table):
             log.info("broker.slave_groups_synced", master=addr, groups=len(groups.table))
+
+
+async def _adopt(manager: TopicConfigManager | SubscriptionGroupManager, table: dict[str, Any],
+                 version: DataVersion, entries: dict[str, Any]) -> bool:
+    """Replace ``table`` with the master's ``entries`` and persist, unless ``manager`` already
+    has the master's data version; True when it replaced."""
+    if manager.data_version != version:
+        manager.data_version.assign_new_one(version)
+        table.clear()
+        table.update(entries)
+        await manager.persist()
+        return True
+    return False
