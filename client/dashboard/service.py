@@ -184,20 +184,21 @@ def body_preview(body: bytes, mode: str = "text", limit: int = DEFAULT_PREVIEW_B
     return out
 
 
-def _check_topic(topic: str) -> str:
+def _checked(check: Callable[[str], None], name: str) -> str:
+    """``name`` when ``check`` (a ``Validators`` rule) accepts it, else ``InputError``."""
     try:
-        Validators.check_topic(topic)
+        check(name)
     except MQClientError as exc:
         raise InputError(str(exc)) from None
-    return topic
+    return name
+
+
+def _check_topic(topic: str) -> str:
+    return _checked(Validators.check_topic, topic)
 
 
 def _check_group(group: str) -> str:
-    try:
-        Validators.check_group(group)
-    except MQClientError as exc:
-        raise InputError(str(exc)) from None
-    return group
+    return _checked(Validators.check_group, group)
 
 
 def _check_confirm(confirm: str | None, name: str, action: str) -> None:
