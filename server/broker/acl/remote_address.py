@@ -28,24 +28,23 @@ __all__ = ["RemoteAddressStrategy", "remote_address_strategy", "expand_ip"]
 RemoteAddressStrategy = Callable[[str | None], bool]
 
 
-def _is_v4(addr: str | None) -> bool:
+def _parses(kind: type[ipaddress.IPv4Address] | type[ipaddress.IPv6Address],
+            addr: str | None) -> bool:
     if not addr:
         return False
     try:
-        ipaddress.IPv4Address(addr)
+        kind(addr)
     except ValueError:
         return False
     return True
+
+
+def _is_v4(addr: str | None) -> bool:
+    return _parses(ipaddress.IPv4Address, addr)
 
 
 def _is_v6(addr: str | None) -> bool:
-    if not addr:
-        return False
-    try:
-        ipaddress.IPv6Address(addr)
-    except ValueError:
-        return False
-    return True
+    return _parses(ipaddress.IPv6Address, addr)
 
 
 def expand_ip(addr: str, parts: int) -> str:
