@@ -15,12 +15,18 @@ import selectors
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 NAMESRV_READY = re.compile(r"The Name Server boot success\. serializeType=\w+ address=(\S+)")
 BROKER_READY = re.compile(r"The broker\[(?P<name>[^,]+), (?P<addr>[^\]]+)\] boot success")
+
+# Every Popen of the test harness holds this: CPython 3.11 releases the GIL around vfork(), and
+# Popen calls from several threads at once (fixtures starting servers in parallel, background
+# scenario flows) once failed with "OSError: [Errno 14] Bad address" on exec.
+SPAWN_LOCK = threading.Lock()
 
 
 class ServerProcess:
@@ -44,10 +50,11 @@ class ServerProcess:
             env.update(self.env)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         log = self.log_path.open("ab")
-        self.proc = subprocess.Popen(
-            self.argv, stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL,
-            text=True, env=env, cwd=str(Path(__file__).resolve().parents[1]),
-        )
+        with SPAWN_LOCK:
+            self.proc = subprocess.Popen(
+                self.argv, stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL,
+                text=True, env=env, cwd=str(Path(__file__).resolve().parents[1]),
+            )
         log.close()
         assert self.proc.stdout is not None
         deadline = time.monotonic() + timeout

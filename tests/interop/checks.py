@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import subprocess
+import sys
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -28,6 +30,7 @@ from tests.interop.stock import (
     message_tag,
     received_body,
 )
+from tests.procs import SPAWN_LOCK
 
 # Broker settings both kinds of broker get in these suites: every delay level is 1 s, and a
 # transaction in doubt is checked back after 1 s (stock defaults: 1s 5s 10s ..., 6 s / 60 s).
@@ -184,3 +187,22 @@ def check_orderly(events: Sequence[Event], order_of: Mapping[int, str]) -> None:
 
 def counts(events: Iterable[Event], field: str = "index") -> Counter[Any]:
     return Counter(e[field] for e in events)
+
+
+def our_mqadmin(namesrv: str, command: str, *args: str, timeout: float = 60.0) -> str:
+    """``python -m aiorocketmq.client.admin.cli <command> -n <namesrv> args...``: its stdout;
+    fails on a non-zero exit or an exception in the output."""
+    argv = [sys.executable, "-m", "aiorocketmq.client.admin.cli", command, "-n", namesrv, *args]
+    with SPAWN_LOCK:
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                stdin=subprocess.DEVNULL)
+    with proc:
+        try:
+            stdout, stderr = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            stdout, stderr = proc.communicate()
+            raise AssertionError(f"mqadmin {command} {args}: no exit in {timeout}s\n{stdout}\n{stderr}") from None
+    assert proc.returncode == 0 and "Exception" not in stdout, \
+        f"mqadmin {command} {args}: exit {proc.returncode}\n{stdout}\n{stderr}"
+    return stdout

@@ -5,6 +5,10 @@ transaction check-back, a consumer's rebalance. A module submits every scenario 
 function running its drivers one after another) to a :class:`Flows` at setup; each test then
 waits for its own flow's result and checks it, so a failure still names one scenario while the
 waits of different scenarios overlap. At most ``workers`` flows run at once (2 cores).
+
+Processes are spawned one at a time (``tests.procs.SPAWN_LOCK``, taken by the harness's Popen
+calls): concurrent ``Popen`` from these threads once failed with ``OSError: [Errno 14] Bad
+address``.
 """
 
 from __future__ import annotations
@@ -15,7 +19,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from tests.interop.stock import DriverProcess, DriverResult, start_driver
+from tests.interop import stock
+from tests.interop.stock import AdminResult, DriverProcess, DriverResult, start_driver
 
 
 class Flows:
@@ -45,6 +50,10 @@ class Flows:
             proc = start_driver(self.tmp, scenario, namesrv=self.namesrv, **options)
             self.procs.append(proc)
         return proc
+
+    def mqadmin(self, command: str, *args: str) -> AdminResult:
+        """The stock mqadmin against this module's nameserver."""
+        return stock.mqadmin(self.tmp, self.namesrv, command, *args)
 
     def run(self, scenario: str, *, wait: float = 90.0, **options: Any) -> DriverResult:
         """Start a driver and wait for its successful end (StockHarnessError otherwise)."""

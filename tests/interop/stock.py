@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tests.procs import BROKER_READY, ServerProcess
+from tests.procs import BROKER_READY, SPAWN_LOCK, ServerProcess
 
 HERE = Path(__file__).resolve().parent
 JAVA_DIR = HERE / "java"
@@ -363,12 +363,18 @@ def mqadmin(tmp: Path, namesrv_addr: str, command: str, *args: str, timeout: flo
     cmd = [env.java, *jvm_args(tmp, home, namesrv_addr, heap=CLIENT_HEAP, serialize_type=serialize_type),
            "-cp", env.classpath, MQADMIN_FAST_MAIN if fast_exit else MQADMIN_MAIN, *argv]
     began = time.monotonic()
-    try:
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
-    except subprocess.TimeoutExpired as exc:
-        raise StockHarnessError(f"mqadmin {' '.join(argv)} did not finish in {timeout}s\n"
-                                f"{_text(exc.stdout)}\n{_text(exc.stderr)}") from None
-    return AdminResult(argv, done.returncode, done.stdout, done.stderr, time.monotonic() - began)
+    with SPAWN_LOCK:
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                stdin=subprocess.DEVNULL)
+    with proc:
+        try:
+            stdout, stderr = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            stdout, stderr = proc.communicate()
+            raise StockHarnessError(f"mqadmin {' '.join(argv)} did not finish in {timeout}s\n"
+                                    f"{_text(stdout)}\n{_text(stderr)}") from None
+    return AdminResult(argv, proc.returncode, stdout, stderr, time.monotonic() - began)
 
 
 def _text(data: str | bytes | None) -> str:
@@ -466,7 +472,8 @@ class DriverProcess:
         self.home.mkdir(parents=True, exist_ok=True)
         with self.stdout_path.open("wb") as out, self.stderr_path.open("wb") as err:
             self.began = time.monotonic()
-            self.proc = subprocess.Popen(cmd, stdout=out, stderr=err, stdin=subprocess.DEVNULL)
+            with SPAWN_LOCK:
+                self.proc = subprocess.Popen(cmd, stdout=out, stderr=err, stdin=subprocess.DEVNULL)
         return self
 
     def events(self) -> list[Event]:

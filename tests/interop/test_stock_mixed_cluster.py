@@ -14,12 +14,9 @@ producer -> stock consumer.
 from __future__ import annotations
 
 import asyncio
-import subprocess
-import sys
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 
@@ -30,7 +27,14 @@ from aiorocketmq.protocol.bodies import TopicRouteData
 from aiorocketmq.protocol.codes import RequestCode, ResponseCode
 from aiorocketmq.protocol.command import RemotingCommand
 from tests.interop import stock
-from tests.interop.checks import FAST_BROKER_CONF, Spec, check_received, check_sent, event_of
+from tests.interop.checks import (
+    FAST_BROKER_CONF,
+    Spec,
+    check_received,
+    check_sent,
+    event_of,
+    our_mqadmin,
+)
 from tests.interop.flows import Flows
 from tests.interop.stock import (
     DriverProcess,
@@ -133,13 +137,6 @@ def config(m: Mixed) -> ClientConfig:
                         poll_name_server_interval_ms=1000, heartbeat_broker_interval_ms=5000)
 
 
-def our_mqadmin(*args: str) -> str:
-    done = subprocess.run([sys.executable, "-m", "aiorocketmq.client.admin.cli", *args], capture_output=True,
-                          text=True, timeout=60, stdin=subprocess.DEVNULL)
-    assert done.returncode == 0, f"mqadmin {args}: exit {done.returncode}\n{done.stdout}\n{done.stderr}"
-    return done.stdout
-
-
 def table_rows(text: str) -> list[list[str]]:
     return [line.split() for line in text.splitlines() if line.strip() and not line.startswith("#")]
 
@@ -175,7 +172,7 @@ def test_cluster_membership(mixed: Mixed, mqadmin: Callable[..., stock.AdminResu
     result = mqadmin(mixed.namesrv.address, "clusterList")
     assert "Exception" not in result.stdout + result.stderr, result.describe()
     assert sorted(row[:4] for row in table_rows(result.stdout)) == want, result.describe()
-    mine = our_mqadmin("clusterList", "-n", mixed.namesrv.address)
+    mine = our_mqadmin(mixed.namesrv.address, "clusterList")
     assert sorted(row[:4] for row in table_rows(mine)) == want, mine
 
 
@@ -208,8 +205,7 @@ async def test_our_producer_spreads_over_both(mixed: Mixed, java_driver: Callabl
     """Our mqadmin updateTopic -c creates the topic on both brokers; our producer's sends go to
     both; a stock push consumer gets every message exactly once, unaltered."""
     spec = Spec(f"MixOurs-{mixed.layout}", 40, body_size=100)
-    out = our_mqadmin("updateTopic", "-n", mixed.namesrv.address, "-c", CLUSTER, "-t", spec.topic,
-                      "-r", "4", "-w", "4")
+    out = our_mqadmin(mixed.namesrv.address, "updateTopic", "-c", CLUSTER, "-t", spec.topic, "-r", "4", "-w", "4")
     assert out.count("create topic to ") == 2, out
     await wait_route(mixed, spec.topic)
     sent: dict[str, Event] = {}
@@ -276,8 +272,8 @@ def compare_brokers(m: Mixed, roles: list[tuple[str, Event]]) -> None:
         assert seen[our_name][role] == seen[stock_name][role], (role, seen[stock_name][role], seen[our_name][role])
 
 
-def create_on_both(m: Mixed, tmp: Path, topic: str) -> None:
-    created = stock.mqadmin(tmp, m.namesrv.address, "updateTopic", "-c", CLUSTER, "-t", topic, "-r", "4", "-w", "4")
+def create_on_both(m: Mixed, f: Flows, topic: str) -> None:
+    created = f.mqadmin("updateTopic", "-c", CLUSTER, "-t", topic, "-r", "4", "-w", "4")
     assert created.stdout.count("create topic to ") == 2, created.describe()
     asyncio.run(wait_route(m, topic))
 
@@ -290,7 +286,7 @@ def diff_retry_flow(m: Mixed, kind: str) -> Callable[[Flows], list[DriverResult]
     client, then sent back past the maximum (straight to %DLQ%)."""
     def flow(f: Flows) -> list[DriverResult]:
         spec = Spec(f"DiffRetry{kind}", 16)
-        create_on_both(m, f.tmp, spec.topic)
+        create_on_both(m, f, spec.topic)
         sent = f.run("produce-sync", group=f"PG-DiffRetry{kind}", timeout_ms=TIMEOUT_MS, **spec.driver_options())
         received = f.run("consume-orderly" if kind == "Ord" else "consume-push", topic=spec.topic,
                          group=f"CG-DiffRetry{kind}", count=8, expect_deliveries=32, reconsume_pattern=DIFF_REFUSED,
@@ -304,7 +300,7 @@ def diff_retry_flow(m: Mixed, kind: str) -> Callable[[Flows], list[DriverResult]
 def diff_delay_flow(m: Mixed) -> Callable[[Flows], list[DriverResult]]:
     def flow(f: Flows) -> list[DriverResult]:
         spec = Spec("DiffDelay", 16)
-        create_on_both(m, f.tmp, spec.topic)
+        create_on_both(m, f, spec.topic)
         sent = f.run("produce-delay", group="PG-DiffDelay", delay_level=3, timeout_ms=TIMEOUT_MS,
                      **spec.driver_options())
         received = f.run("consume-push", topic=spec.topic, group="CG-DiffDelay", count=16, timeout_ms=TIMEOUT_MS)
@@ -315,7 +311,7 @@ def diff_delay_flow(m: Mixed) -> Callable[[Flows], list[DriverResult]]:
 def diff_tx_flow(m: Mixed) -> Callable[[Flows], list[DriverResult]]:
     def flow(f: Flows) -> list[DriverResult]:
         spec = Spec("DiffTx", 24)
-        create_on_both(m, f.tmp, spec.topic)
+        create_on_both(m, f, spec.topic)
         sent = f.run("transaction", group="PG-DiffTx", tx_states=["COMMIT_MESSAGE", "ROLLBACK_MESSAGE", "UNKNOW"],
                      timeout_ms=TIMEOUT_MS, **spec.driver_options())
         received = f.run("consume-push", topic=spec.topic, group="CG-DiffTx", count=16, linger_ms=1000,

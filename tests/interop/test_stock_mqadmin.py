@@ -16,9 +16,8 @@ command failed, so every output is checked for ``Exception`` as well.
 from __future__ import annotations
 
 import asyncio
+import functools
 import re
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -31,7 +30,7 @@ from aiorocketmq.client import ClientConfig, Producer
 from aiorocketmq.client.admin.api import MQAdmin
 from aiorocketmq.protocol import fastjson
 from tests.interop import stock
-from tests.interop.checks import FAST_BROKER_CONF, Spec, check_received
+from tests.interop.checks import FAST_BROKER_CONF, Spec, check_received, our_mqadmin
 from tests.interop.stock import (
     DriverProcess,
     Event,
@@ -93,13 +92,7 @@ def _stock_admin(tmp: Path, namesrv: str) -> Callable[..., str]:
 
 
 def _our_admin(namesrv: str) -> Callable[..., str]:
-    def run(command: str, *args: str) -> str:
-        done = subprocess.run([sys.executable, "-m", "aiorocketmq.client.admin.cli", command, "-n", namesrv, *args],
-                              capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
-        assert done.returncode == 0 and "Exception" not in done.stdout, \
-            f"mqadmin {command} {args}: exit {done.returncode}\n{done.stdout}\n{done.stderr}"
-        return done.stdout
-    return run
+    return functools.partial(our_mqadmin, namesrv)
 
 
 async def _produce(namesrv: str) -> tuple[dict[int, Event], int]:
