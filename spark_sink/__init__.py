@@ -26,7 +26,9 @@ Source options (Spark Kafka source names where the concept is the same):
 ``minPartitions``           split large queue ranges into more Spark partitions
 ``failOnDataLoss``          default true: offsets gone from the broker fail the query with
                             the queue named; false: skip them and log ``spark.data_loss``
-``pullBatchSize``           messages per pull request (default 32)
+``pullBatchSize``           messages per pull request (default 32); a broker answers at most
+                            its ``maxTransferCountOnMessageInMemory`` (32 by default) per
+                            pull: raising both (say 1024) roughly halves the CPU per row
 ``pullTimeoutMs``           budget of each RocketMQ call (default 10000)
 ``consumerGroup``           group name used in pulls; with ``assignment=group`` the driver
                             joins it and reads only its share of the queues
