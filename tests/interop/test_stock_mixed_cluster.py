@@ -257,9 +257,9 @@ def shape(role: str, e: Event) -> tuple[object, ...]:
             tuple((k, props[k]) for k in SEMANTIC if k in props))
 
 
-def compare_brokers(m: Mixed, roles: list[tuple[str, Event]]) -> None:
+def compare_brokers(m: Mixed, roles: list[tuple[str, Event]], *, either: frozenset[str] = frozenset()) -> None:
     """Every role's message shapes are the same from the stock broker as from ours, and each
-    broker served some of every role."""
+    broker served some of every role (those in ``either``: at least one of them did)."""
     by_addr = {f"/{br.address}": name for name, br in m.brokers.items()}
     seen: dict[str, dict[str, set[tuple[object, ...]]]] = {name: {} for name in m.brokers}
     for role, e in roles:
@@ -267,8 +267,9 @@ def compare_brokers(m: Mixed, roles: list[tuple[str, Event]]) -> None:
         seen[broker].setdefault(role, set()).add(shape(role, e))
     (stock_name,) = m.stock_names
     (our_name,) = set(m.brokers) - m.stock_names
-    assert seen[stock_name].keys() == seen[our_name].keys(), seen
-    for role in seen[stock_name]:
+    assert seen[stock_name].keys() - either == seen[our_name].keys() - either, seen
+    assert either <= seen[stock_name].keys() | seen[our_name].keys(), seen
+    for role in seen[stock_name].keys() & seen[our_name].keys():
         assert seen[our_name][role] == seen[stock_name][role], (role, seen[stock_name][role], seen[our_name][role])
 
 
@@ -352,7 +353,9 @@ def test_same_view_of_retries_and_dlq(diff: tuple[Mixed, Flows], kind: str) -> N
                    topic=f"%DLQ%CG-DiffRetry{kind}")
     roles = [(f"{e['consumeResult']}#{e['reconsumeTimes']}", e) for e in events]
     roles += [("dlq", e) for e in dlq.of("received")]
-    compare_brokers(m, roles)
+    # an orderly consumer sends a message back past the maximum through its inner producer,
+    # to whichever broker that picks (the DLQ copy may land on either one)
+    compare_brokers(m, roles, either=frozenset({"dlq"}) if kind == "Ord" else frozenset())
 
 
 def test_same_view_of_delayed_messages(diff: tuple[Mixed, Flows]) -> None:
