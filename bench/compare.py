@@ -12,7 +12,8 @@ backlog topic on each broker with batch sends, then runs every scenario for ever
   preloaded on that broker (the clock starts at the first delivery).
 
 Clients are processes of their own: the stock side is ``tests/interop/java/.../Bench.java``
-on the stock client, ours is ``python -m aiorocketmq.bench.compare client ...``. Each reports
+on the stock client, ours is ``python -m aiorocketmq.bench.compare client ...`` (sends through
+``mqbench.run_producer``; the consumer's listener only counts, as Bench.java's). Each reports
 its own CPU seconds over the measured part; the broker's CPU is read from ``/proc`` around
 the client's run. The table gives, per scenario and pair, the median msg/s over the runs,
 its ratio to stock-client-on-stock-broker, and CPU microseconds per message of client and
@@ -187,7 +188,7 @@ class Clients:
 
 async def _ours_client(args: argparse.Namespace) -> dict[str, Any]:
     """Our client's side of one measurement (``compare client MODE``)."""
-    from aiorocketmq.bench.mqbench import run_consumer, run_producer
+    from aiorocketmq.bench.mqbench import run_producer
 
     if args.mode == "preload":
         from aiorocketmq.client import Message, Producer
@@ -207,14 +208,47 @@ async def _ours_client(args: argparse.Namespace) -> dict[str, Any]:
         finally:
             await producer.shutdown()
     if args.mode == "consume":
-        r = await run_consumer(args.namesrv, args.topic, args.group, count=args.count,
-                               seconds=args.timeout, quiet=True)
-    else:
-        r = await run_producer(args.namesrv, args.topic, size=args.size, concurrency=args.inflight,
-                               count=args.count, mode=args.mode, quiet=True, group=args.group)
-    # (consume: the clock and the count start after the first delivery, as the stock side's)
+        return await _ours_consume(args)
+    r = await run_producer(args.namesrv, args.topic, size=args.size, concurrency=args.inflight,
+                           count=args.count, mode=args.mode, quiet=True, group=args.group)
     return {"count": r.total, "seconds": r.seconds, "cpu": r.client_cpu_us * r.total / 1e6,
             "errors": r.failures}
+
+
+async def _ours_consume(args: argparse.Namespace) -> dict[str, Any]:
+    """Bench.java's consume, on our PushConsumer: a listener that only counts, the clock
+    (and CPU) from the first delivery to the count-th message, every message counted."""
+    from aiorocketmq.client import ConsumeConcurrentlyStatus, ConsumeFromWhere, PushConsumer
+
+    received = 0
+    first = (0.0, 0.0)
+    done = asyncio.Event()
+
+    async def listener(msgs: list[Any], ctx: Any) -> ConsumeConcurrentlyStatus:
+        nonlocal received, first
+        if not received:
+            first = (time.perf_counter(), time.process_time())
+        received += len(msgs)
+        if received >= args.count:
+            done.set()
+        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+    consumer = PushConsumer(args.group, args.namesrv,
+                            consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
+    consumer.subscribe(args.topic, "*")
+    consumer.register_message_listener(listener)
+    await consumer.start()
+    errors = 0
+    try:
+        async with asyncio.timeout(args.timeout):
+            await done.wait()
+    except TimeoutError:
+        errors = 1
+    finally:
+        end = (time.perf_counter(), time.process_time())
+        await consumer.shutdown()
+    return {"count": received, "seconds": end[0] - first[0], "cpu": end[1] - first[1],
+            "errors": errors}
 
 
 def client_main(argv: Sequence[str]) -> int:

@@ -124,6 +124,8 @@ _MIDDLE: dict[int, struct.Struct] = {
 _MIDDLE_UNPACK = {k: s.unpack_from for k, s in _MIDDLE.items()}
 _MIDDLE_SIZE = {k: s.size for k, s in _MIDDLE.items()}
 _V6_MASK = _BORN_V6 | _STORE_V6
+# TOTALSIZE .. BODY length of a v1 record with IPv4 hosts (88 bytes, within _MIN_RECORD_SIZE)
+_V4_FIXED_UNPACK = struct.Struct(">iiiiiqqiq4siq4siiqi").unpack_from
 
 _MIN_RECORD_SIZE = 91  # v1, IPv4 hosts, empty body, topic and properties
 
@@ -231,8 +233,10 @@ def _ip_str(ip: bytes) -> str:
     return socket.inet_ntop(socket.AF_INET6, ip)
 
 
-# "ip:port" by (ip bytes, port): a pull body names a handful of hosts many times over.
+# "ip:port" by (ip bytes, port), topics by their bytes: a pull body names a handful of
+# hosts and topics many times over.
 _HOST_CACHE: dict[tuple[bytes, int], str] = {}
+_TOPIC_CACHE: dict[bytes, str] = {}
 
 
 def _host_str(ip: bytes, port: int) -> str:
@@ -777,25 +781,32 @@ def decode_message(
             f"bad message record at {pos}: TOTALSIZE {total}, {end_buf - pos} bytes left"
         )
     end = pos + total
+    # Every record is at least 91 bytes: the fixed part of a v1 record with IPv4 hosts
+    # (the common case) comes in one unpack; other records are re-read below.
     (
         _total, magic, body_crc, queue_id, flag, queue_offset, physical_offset, sys_flag,
-        born_ts,
-    ) = _HEAD_UNPACK(buf, pos)
-    if magic == MESSAGE_MAGIC_CODE:
+        born_ts, born_ip, born_port, store_ts, store_ip, store_port, reconsume_times,
+        prepared_offset, body_len,
+    ) = _V4_FIXED_UNPACK(buf, pos)
+    if magic == MESSAGE_MAGIC_CODE and not sys_flag & _V6_MASK:
         topic_len_size = 1
-    elif magic == MESSAGE_MAGIC_CODE_V2:
-        topic_len_size = 2
+        p = pos + 88
     else:
-        raise MessageDecodeError(f"bad message record at {pos}: magic code {magic:#x}")
-    hosts = sys_flag & _V6_MASK
-    p = pos + 48
-    if p + _MIDDLE_SIZE[hosts] > end:
-        raise MessageDecodeError(f"truncated message record at {pos}: hosts past TOTALSIZE")
-    (
-        born_ip, born_port, store_ts, store_ip, store_port, reconsume_times, prepared_offset,
-        body_len,
-    ) = _MIDDLE_UNPACK[hosts](buf, p)
-    p += _MIDDLE_SIZE[hosts]
+        if magic == MESSAGE_MAGIC_CODE:
+            topic_len_size = 1
+        elif magic == MESSAGE_MAGIC_CODE_V2:
+            topic_len_size = 2
+        else:
+            raise MessageDecodeError(f"bad message record at {pos}: magic code {magic:#x}")
+        hosts = sys_flag & _V6_MASK
+        p = pos + 48
+        if p + _MIDDLE_SIZE[hosts] > end:
+            raise MessageDecodeError(f"truncated message record at {pos}: hosts past TOTALSIZE")
+        (
+            born_ip, born_port, store_ts, store_ip, store_port, reconsume_times,
+            prepared_offset, body_len,
+        ) = _MIDDLE_UNPACK[hosts](buf, p)
+        p += _MIDDLE_SIZE[hosts]
     if body_len < 0 or p + body_len + topic_len_size > end:
         raise MessageDecodeError(f"bad message record at {pos}: body length {body_len}")
     body_start = p
@@ -809,7 +820,12 @@ def decode_message(
     p += topic_len_size
     if topic_len < 0 or p + topic_len + 2 > end:
         raise MessageDecodeError(f"bad message record at {pos}: topic length {topic_len}")
-    topic = str(buf[p : p + topic_len], "utf-8", "replace")
+    raw_topic = bytes(buf[p : p + topic_len])
+    topic = _TOPIC_CACHE.get(raw_topic)
+    if topic is None:
+        if len(_TOPIC_CACHE) >= 4096:
+            _TOPIC_CACHE.clear()
+        topic = _TOPIC_CACHE[raw_topic] = str(raw_topic, "utf-8", "replace")
     p += topic_len
     props_len = _SHORT_UNPACK(buf, p)[0]
     p += 2
