@@ -137,7 +137,8 @@ def read_partition(partition: QueueRangePartition) -> Iterator[pa.RecordBatch]:
     """
     s = partition.settings
     key = partition.queue
-    with BlockingLink(s.name_server, timeout_ms=s.pull_timeout_ms) as blocking:
+    with BlockingLink(s.name_server, timeout_ms=s.pull_timeout_ms,
+                      credentials=s.credentials) as blocking:
         reader = blocking.run(blocking.link.range_reader(
             partition.broker_addr, key, partition.start, partition.end, group=s.group,
             sub_expression=s.sub_expression, batch=s.pull_batch_size,
