@@ -336,7 +336,7 @@ class BrokerController:
             await _shutdown_step("pull_hold", self.pull_hold.stop())
         await _shutdown_step("namesrv", self.namesrv.stop())
         if started:
-            await _shutdown_step("namesrv", self.namesrv.unregister_broker_all())
+            await _shutdown_step("unregister", self.namesrv.unregister_broker_all())
         await _shutdown_step("housekeeping", self.housekeeping.stop())
         await _shutdown_step("slave_sync", self.slave_sync.stop())
         if self.fast_server is not None:
@@ -354,6 +354,6 @@ class BrokerController:
             await _shutdown_step("ha", self.ha.stop())
         if self.store is not None:
             await _shutdown_step("store", self.store.shutdown())
-        await _shutdown_step("namesrv", self.namesrv.close())
+        await _shutdown_step("namesrv_client", self.namesrv.close())
         self._state = "stopped"
         log.info("broker.stopped", broker=self.config.broker_name)
