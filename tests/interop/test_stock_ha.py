@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 
 from aiorocketmq.client.remoting import RemotingClient
-from aiorocketmq.protocol.bodies import TopicConfigSerializeWrapper
+from aiorocketmq.protocol.bodies import SubscriptionGroupConfig, TopicConfigSerializeWrapper
 from aiorocketmq.protocol.codes import RequestCode, ResponseCode
 from aiorocketmq.protocol.command import RemotingCommand
 from tests.integration.test_broker_send_pull import TIMEOUT, send
@@ -163,6 +163,34 @@ def consume_from_slave(java_driver: Callable[..., DriverProcess], namesrv: str) 
     assert keys == {message_key(i) for i in range(total)}, result.describe()
 
 
+# AdminBrokerProcessor.validateSlave: what a slave answers to topic and group changes.
+SLAVE_REFUSAL = [(ResponseCode.SYSTEM_ERROR,
+                  "Can't modify topic or subscription group from slave broker, "
+                  "please execute it from master broker.")] * 4
+
+
+async def slave_admin_answers(client: RemotingClient, slave: str) -> list[tuple[int, str | None]]:
+    """Create and delete a topic and a subscription group on a slave; it changes nothing."""
+    topic = {"topic": "HaSlaveTopic", "defaultTopic": "TBW102", "readQueueNums": "4",
+             "writeQueueNums": "4", "perm": "6", "topicFilterType": "SINGLE_TAG",
+             "topicSysFlag": "0", "order": "false"}
+    group = SubscriptionGroupConfig(group_name="ha-slave-group").encode()
+    requests = [
+        RemotingCommand.create_request(RequestCode.UPDATE_AND_CREATE_TOPIC, topic),
+        RemotingCommand.create_request(RequestCode.DELETE_TOPIC_IN_BROKER, {"topic": "HaMain"}),
+        RemotingCommand.create_request(RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, {}, group),
+        RemotingCommand.create_request(RequestCode.DELETE_SUBSCRIPTIONGROUP,
+                                       {"groupName": "ha-slave-reader"}),
+    ]
+    answers = []
+    for req in requests:
+        r = await client.invoke(slave, req, TIMEOUT)
+        answers.append((r.code, r.remark))
+    assert not await slave_knows_topic(client, slave, "HaSlaveTopic")
+    assert await slave_knows_topic(client, slave, "HaMain")
+    return answers
+
+
 async def test_our_master_and_stock_slave(tmp_path: Path, namesrv: ServerProcess,
                                           server_factory: Callable[[ServerProcess], ServerProcess],
                                           stock_broker: Callable[..., JavaServer],
@@ -181,6 +209,7 @@ async def test_our_master_and_stock_slave(tmp_path: Path, namesrv: ServerProcess
                                       tmp_path / "ours-master" / "store", slave.home / "store")
         await wait_for(lambda: slave_knows_topic(client, slave.address, "HaMain"),
                        "the slave never copied the topic", timeout=25)
+        assert await slave_admin_answers(client, slave.address) == SLAVE_REFUSAL
         assert master.stop() == 0
         consume_from_slave(java_driver, namesrv.address)
     finally:
@@ -203,6 +232,7 @@ async def test_stock_master_and_our_slave(tmp_path: Path, namesrv: ServerProcess
                                       master.home / "store", tmp_path / "ours-slave" / "store")
         await wait_for(lambda: slave_knows_topic(client, slave.address, "HaMain"),
                        "the slave never copied the topic", timeout=25)
+        assert await slave_admin_answers(client, slave.address) == SLAVE_REFUSAL
         master.stop()  # a JVM exits 143 on SIGTERM
         consume_from_slave(java_driver, namesrv.address)
     finally:

@@ -35,6 +35,16 @@ __all__ = ["AdminBrokerProcessor"]
 log = get_logger("aiorocketmq.broker.admin")
 
 _NOT_SET = "not set any response code"  # RemotingCommand.createResponseCommand's default remark
+_ON_SLAVE = ("Can't modify topic or subscription group from slave broker, "
+             "please execute it from master broker.")
+
+
+def refuse_on_slave(broker: BrokerController, request: RemotingCommand) -> RemotingCommand | None:
+    """A slave's topics and groups are copies of its master's (SlaveSynchronize): creating
+    or deleting one there is refused first thing, as upstream AdminBrokerProcessor.validateSlave."""
+    if broker.store_config.is_slave:
+        return request.create_response(ResponseCode.SYSTEM_ERROR, _ON_SLAVE)
+    return None
 
 
 class AdminBrokerProcessor:
@@ -62,6 +72,8 @@ class AdminBrokerProcessor:
 
     async def update_and_create_topic(self, channel: Channel,
                                       request: RemotingCommand) -> RemotingCommand:
+        if (refused := refuse_on_slave(self._b, request)) is not None:
+            return refused
         h = CreateTopicRequestHeader.from_ext_fields(request.ext_fields)
         log.info("broker.update_and_create_topic", topic=h.topic, peer=channel.remote_addr)
         refused = self._check_topic(request, h.topic)
@@ -75,6 +87,8 @@ class AdminBrokerProcessor:
         return request.create_response(ResponseCode.SUCCESS, _NOT_SET)
 
     def delete_topic(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        if (refused := refuse_on_slave(self._b, request)) is not None:
+            return refused
         h = DeleteTopicRequestHeader.from_ext_fields(request.ext_fields)
         log.info("broker.delete_topic", topic=h.topic, peer=channel.remote_addr)
         refused = self._check_topic(request, h.topic)

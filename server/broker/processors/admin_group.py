@@ -70,6 +70,7 @@ from aiorocketmq.protocol.headers import (
 )
 from aiorocketmq.protocol.message import MessageDecodeError, decode_offset_msg_id
 
+from .admin import refuse_on_slave
 from .admin_broker import _offset_wrapper, broker_stats_of
 
 if TYPE_CHECKING:
@@ -126,6 +127,8 @@ class AdminGroupProcessor:
 
     def update_subscription_group(self, channel: Channel,
                                   request: RemotingCommand) -> RemotingCommand:
+        if (refused := refuse_on_slave(self._b, request)) is not None:
+            return refused
         log.info("broker.update_subscription_group", peer=channel.remote_addr)
         if request.body:
             try:
@@ -143,6 +146,8 @@ class AdminGroupProcessor:
 
     def delete_subscription_group(self, channel: Channel,
                                   request: RemotingCommand) -> RemotingCommand:
+        if (refused := refuse_on_slave(self._b, request)) is not None:
+            return refused
         h = DeleteSubscriptionGroupRequestHeader.from_ext_fields(request.ext_fields)
         log.info("broker.delete_subscription_group", group=h.group_name, peer=channel.remote_addr)
         self._b.subscription_groups.delete(h.group_name)
