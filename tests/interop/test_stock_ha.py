@@ -38,8 +38,9 @@ pytestmark = [pytest.mark.interop, pytest.mark.timeout(240)]
 SEGMENT = 1024 * 1024
 CQ_FILE = 20 * 10000
 NAME = "ha-pair"
-SYNC_COUNT = 300  # per body size
-BATCH_COUNT = 200
+# 10k messages in all: single sends of three sizes, batches, delayed and transactional ones.
+SMALL_COUNT, MEDIUM_COUNT, LARGE_COUNT = 6000, 2000, 400  # body text, 3 KB, 40 KB
+BATCH_COUNT = 1500
 DELAY_COUNT = 40
 TX_COUNT = 40
 
@@ -84,17 +85,19 @@ async def wait_for(predicate: Callable[[], Any], what: str, timeout: float = 30)
 
 
 def produce_mix(java_driver: Callable[..., DriverProcess], namesrv: str) -> None:
-    """Stock Java producers, concurrently: topic HaMain gets 3 x SYNC_COUNT single sends
-    (small, 3 KB and 40 KB bodies) and BATCH_COUNT in batches of 10; HaDelay delayed
-    messages; HaTx transactional ones, half committed, half rolled back."""
+    """Stock Java producers, concurrently: topic HaMain gets SMALL_COUNT, MEDIUM_COUNT and
+    LARGE_COUNT single sends (text, 3 KB and 40 KB bodies) and BATCH_COUNT in batches of 10;
+    HaDelay delayed messages; HaTx transactional ones, half committed, half rolled back."""
     common: dict[str, Any] = dict(namesrv=namesrv, timeout_ms=90000, send_timeout_ms=20000)
     waves = [
-        [("produce-sync", dict(topic="HaMain", group="ha-pg1", count=SYNC_COUNT)),
-         ("produce-sync", dict(topic="HaMain", group="ha-pg2", count=SYNC_COUNT, start=SYNC_COUNT,
+        [("produce-sync", dict(topic="HaMain", group="ha-pg1", count=SMALL_COUNT)),
+         ("produce-sync", dict(topic="HaMain", group="ha-pg2", count=MEDIUM_COUNT, start=SMALL_COUNT,
                                body_size=3000)),
-         ("produce-sync", dict(topic="HaMain", group="ha-pg3", count=SYNC_COUNT, start=2 * SYNC_COUNT,
+         ("produce-sync", dict(topic="HaMain", group="ha-pg3", count=LARGE_COUNT,
+                               start=SMALL_COUNT + MEDIUM_COUNT,
                                body_size=40000))],
-        [("produce-batch", dict(topic="HaMain", group="ha-pg4", count=BATCH_COUNT, start=3 * SYNC_COUNT,
+        [("produce-batch", dict(topic="HaMain", group="ha-pg4", count=BATCH_COUNT,
+                                start=SMALL_COUNT + MEDIUM_COUNT + LARGE_COUNT,
                                 batch_size=10, tags=["TagA", "TagB"])),
          ("produce-delay", dict(topic="HaDelay", group="ha-pg5", count=DELAY_COUNT, delay_level=1)),
          ("transaction", dict(topic="HaTx", group="ha-pg6", count=TX_COUNT,
@@ -156,7 +159,7 @@ async def slave_knows_topic(client: RemotingClient, slave: str, topic: str) -> b
 
 
 def consume_from_slave(java_driver: Callable[..., DriverProcess], namesrv: str) -> None:
-    total = 3 * SYNC_COUNT + BATCH_COUNT
+    total = SMALL_COUNT + MEDIUM_COUNT + LARGE_COUNT + BATCH_COUNT
     result = java_driver("consume-push", namesrv=namesrv, topic="HaMain", group="ha-slave-reader",
                          count=total, timeout_ms=60000).wait(120).check()
     keys = {e["keys"] for e in result.of("received")}
