@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
@@ -169,7 +170,14 @@ def test_cluster_membership(mixed: Mixed, mqadmin: Callable[..., stock.AdminResu
     """Both brokers, ours and the stock one, are in one cluster: stock mqadmin clusterList and
     ours list the same two rows (name, id 0, address)."""
     want = sorted([CLUSTER, name, "0", br.address] for name, br in mixed.brokers.items())
-    result = mqadmin(mixed.namesrv.address, "clusterList")
+    # A stock broker answers GET_BROKER_RUNTIME_INFO with java.util.NoSuchElementException
+    # (LinkedList.getLast of its still-empty stats snapshots) for a moment after it boots.
+    deadline = time.monotonic() + 30
+    while True:
+        result = mqadmin(mixed.namesrv.address, "clusterList")
+        if "NoSuchElementException" not in result.stderr or time.monotonic() > deadline:
+            break
+        time.sleep(1)
     assert "Exception" not in result.stdout + result.stderr, result.describe()
     assert sorted(row[:4] for row in table_rows(result.stdout)) == want, result.describe()
     mine = our_mqadmin(mixed.namesrv.address, "clusterList")
