@@ -142,6 +142,10 @@ def broker_process(tmp: Path, namesrv_addr: str, *, name: str = "broker-a",
         "storePathRootDir": str(home / "store"),
         "mappedFileSizeCommitLog": str(16 * 1024 * 1024),
         "mappedFileSizeConsumeQueue": str(20 * 10000),
+        # The default index file (5M slots, 20M entries) is ~420 MB, preallocated: ~80 test
+        # brokers made a suite run write ~34 GB. 4 MB files roll over like larger ones.
+        "maxHashSlotNum": "50000",
+        "maxIndexNum": "200000",
         "flushDiskType": "ASYNC_FLUSH",
         "autoCreateTopicEnable": "true",
     }
