@@ -29,6 +29,30 @@ BROKER_READY = re.compile(r"The broker\[(?P<name>[^,]+), (?P<addr>[^\]]+)\] boot
 SPAWN_LOCK = threading.Lock()
 
 
+class CommandTimeout(Exception):
+    """``run_command`` killed the command at its deadline; holds what it had printed."""
+
+    def __init__(self, stdout: str, stderr: str) -> None:
+        super().__init__("command did not finish in time")
+        self.stdout, self.stderr = stdout, stderr
+
+
+def run_command(argv: list[str], timeout: float) -> tuple[int, str, str]:
+    """Run a one-shot command (spawned under SPAWN_LOCK): (exit code, stdout, stderr); at
+    ``timeout`` it is killed and ``CommandTimeout`` carries its output."""
+    with SPAWN_LOCK:
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                stdin=subprocess.DEVNULL)
+    with proc:
+        try:
+            stdout, stderr = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            stdout, stderr = proc.communicate()
+            raise CommandTimeout(stdout or "", stderr or "") from None
+    return proc.returncode, stdout, stderr
+
+
 class ServerProcess:
     """One server process; ``address`` is known once ``start()`` returns."""
 

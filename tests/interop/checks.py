@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import base64
 import dataclasses
-import subprocess
 import sys
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
@@ -30,7 +29,7 @@ from tests.interop.stock import (
     message_tag,
     received_body,
 )
-from tests.procs import SPAWN_LOCK
+from tests.procs import CommandTimeout, run_command
 
 # Broker settings both kinds of broker get in these suites: every delay level is 1 s, and a
 # transaction in doubt is checked back after 1 s (stock defaults: 1s 5s 10s ..., 6 s / 60 s).
@@ -193,16 +192,11 @@ def our_mqadmin(namesrv: str, command: str, *args: str, timeout: float = 60.0) -
     """``python -m aiorocketmq.client.admin.cli <command> -n <namesrv> args...``: its stdout;
     fails on a non-zero exit or an exception in the output."""
     argv = [sys.executable, "-m", "aiorocketmq.client.admin.cli", command, "-n", namesrv, *args]
-    with SPAWN_LOCK:
-        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                stdin=subprocess.DEVNULL)
-    with proc:
-        try:
-            stdout, stderr = proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            stdout, stderr = proc.communicate()
-            raise AssertionError(f"mqadmin {command} {args}: no exit in {timeout}s\n{stdout}\n{stderr}") from None
-    assert proc.returncode == 0 and "Exception" not in stdout, \
-        f"mqadmin {command} {args}: exit {proc.returncode}\n{stdout}\n{stderr}"
+    try:
+        code, stdout, stderr = run_command(argv, timeout)
+    except CommandTimeout as exc:
+        raise AssertionError(f"mqadmin {command} {args}: no exit in {timeout}s\n"
+                             f"{exc.stdout}\n{exc.stderr}") from None
+    assert code == 0 and "Exception" not in stdout, \
+        f"mqadmin {command} {args}: exit {code}\n{stdout}\n{stderr}"
     return stdout

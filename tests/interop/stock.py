@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tests.procs import BROKER_READY, SPAWN_LOCK, ServerProcess
+from tests.procs import BROKER_READY, SPAWN_LOCK, CommandTimeout, ServerProcess, run_command
 
 HERE = Path(__file__).resolve().parent
 JAVA_DIR = HERE / "java"
@@ -363,24 +363,12 @@ def mqadmin(tmp: Path, namesrv_addr: str, command: str, *args: str, timeout: flo
     cmd = [env.java, *jvm_args(tmp, home, namesrv_addr, heap=CLIENT_HEAP, serialize_type=serialize_type),
            "-cp", env.classpath, MQADMIN_FAST_MAIN if fast_exit else MQADMIN_MAIN, *argv]
     began = time.monotonic()
-    with SPAWN_LOCK:
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                stdin=subprocess.DEVNULL)
-    with proc:
-        try:
-            stdout, stderr = proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            stdout, stderr = proc.communicate()
-            raise StockHarnessError(f"mqadmin {' '.join(argv)} did not finish in {timeout}s\n"
-                                    f"{_text(stdout)}\n{_text(stderr)}") from None
-    return AdminResult(argv, proc.returncode, stdout, stderr, time.monotonic() - began)
-
-
-def _text(data: str | bytes | None) -> str:
-    if isinstance(data, bytes):
-        return data.decode(errors="replace")
-    return data or ""
+    try:
+        code, stdout, stderr = run_command(cmd, timeout)
+    except CommandTimeout as exc:
+        raise StockHarnessError(f"mqadmin {' '.join(argv)} did not finish in {timeout}s\n"
+                                f"{exc.stdout}\n{exc.stderr}") from None
+    return AdminResult(argv, code, stdout, stderr, time.monotonic() - began)
 
 
 # -- the scenario driver ------------------------------------------------------------------
