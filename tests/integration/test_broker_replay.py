@@ -94,9 +94,11 @@ DEDUPLICATED = ("harness_json", "harness_rocketmq")
 
 # The capture's broker.conf beyond our defaults (vectors README, "How the frames were
 # obtained", and the GET_BROKER_CONFIG answer, frame 1089): the transaction check runs
-# every 5 s on half messages older than 3 s; retention settings as captured.
+# every 5 s on half messages older than 3 s; retention settings as captured. The index
+# sizes are the stock defaults the capture reports, which tests.procs shrinks for other tests.
 BROKER_CONF = {"transactionCheckInterval": "5000", "transactionTimeOut": "3000",
-               "diskMaxUsedSpaceRatio": "95", "fileReservedTime": "1"}
+               "diskMaxUsedSpaceRatio": "95", "fileReservedTime": "1",
+               "maxHashSlotNum": "5000000", "maxIndexNum": "20000000"}
 
 FILL_IN_OPAQUE_BASE = 1 << 30  # above every captured opaque: no clash on a stream
 SLACK = 10.0  # seconds we allow beyond the captured delay of an answer
