@@ -163,9 +163,17 @@ def after_shared(st: str, *runs: tuple[str, dict[str, Any]]) -> Any:
 
 
 def assign_flow(st: str) -> Any:
+    """The group's offsets are committed at the queue ends first. assign() starts a pull task
+    per queue at once, from the group's offset (0 for a new group whose queues start at 0, as
+    the stock broker answers), and in stock 4.9.7 a task whose pull returns while seek() runs
+    can still hand its messages over after the seek (DefaultLitePullConsumerImpl.PullTaskImpl
+    checks isCancelled() before taking the queue lock): seen once in a CI run. From the ends,
+    those first pulls find nothing, and what is delivered below the committed offsets is the
+    seek's doing."""
     def flow(f: Flows) -> DriverResult:
         sent = check_sent(f.result(f"shared-{st}"), shared_spec(st))
         want = sum(1 for e in sent.values() if e["queueOffset"] >= 2)
+        commit_offsets(f, f"CG-assign-{st}", shared_spec(st).topic, queue_ends(sent))
         return f.run("lite-pull-assign-seek", serialize_type=st, topic=shared_spec(st).topic,
                      group=f"CG-assign-{st}", seek=2, commit=True, count=want, linger_ms=500, timeout_ms=TIMEOUT_MS)
     return flow
@@ -395,7 +403,8 @@ def test_lite_pull_subscribe(flows: tuple[Flows, ServerProcess], st: str) -> Non
 
 @pytest.mark.parametrize("st", SERIALIZE_TYPES)
 def test_lite_pull_assign_seek(flows: tuple[Flows, ServerProcess], st: str) -> None:
-    """assign(all queues) + seek(mq, 2): exactly the messages at queue offsets >= 2."""
+    """assign(all queues) + seek(mq, 2), the group committed at the ends: exactly the messages at
+    queue offsets >= 2."""
     f, _ = flows
     spec = shared_spec(st)
     sent = shared_sent(f, st)
@@ -405,7 +414,8 @@ def test_lite_pull_assign_seek(flows: tuple[Flows, ServerProcess], st: str) -> N
     queues = result.of("assigned")[0]["queues"]
     assert sorted(q["queueId"] for q in queues) == sorted({e["queueId"] for e in sent.values()})
     check_received(result.of("received"), spec, indexes=want, sent=sent)
-    assert stored_offsets(f, f"CG-assign-{st}", spec.topic) == queue_ends(sent)  # commitSync
+    # commitSync after reading to the ends: the ends (the seek rewound only the client's offsets)
+    assert stored_offsets(f, f"CG-assign-{st}", spec.topic) == queue_ends(sent)
 
 
 def queue_ends(sent: dict[str, Any]) -> dict[int, int]:
@@ -413,6 +423,19 @@ def queue_ends(sent: dict[str, Any]) -> dict[int, int]:
     for e in sent.values():
         ends[e["queueId"]] = max(ends.get(e["queueId"], 0), e["queueOffset"] + 1)
     return ends
+
+
+def commit_offsets(f: Flows, group: str, topic: str, offsets: dict[int, int]) -> None:
+    """UPDATE_CONSUMER_OFFSET (two-way) of each queue of ``offsets`` on our broker."""
+    async def commit() -> None:
+        cfg = ClientConfig(namesrv_addr=f.namesrv, client_ip="127.0.0.1")
+        async with PullConsumer(group, config=cfg) as c:
+            for mq in await c.fetch_subscribe_message_queues(topic):
+                if mq.queue_id in offsets:
+                    await c.offset_store.update_consume_offset_to_broker(
+                        mq, offsets[mq.queue_id], oneway=False)
+    asyncio.run(commit())
+    assert stored_offsets(f, group, topic) == offsets
 
 
 def stored_offsets(f: Flows, group: str, topic: str) -> dict[int, int]:
