@@ -11,8 +11,8 @@ exactly
 to stdout (tests read the port from it), then, with metrics on,
 ``metrics listening on <host>:<port>``; logs go to stderr. SIGTERM shuts down cleanly
 (exit 0). Failures to start are one line on stderr, no traceback: an unreadable ``-c``
-file or a bad value (exit 2), the port in use, the store locked by another broker
-(exit 1).
+file or a bad value (exit 2), the port in use, the store locked by another broker, a store
+segment of another size than configured (exit 1).
 """
 
 from __future__ import annotations
@@ -110,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
                 f": {exc.filename}" if exc.filename else "")
         print(f"mqbroker: {reason}", file=sys.stderr)
         return 1
-    except RuntimeError as exc:  # the store locked by another broker, unreadable metadata
+    except (RuntimeError, ValueError) as exc:  # the store locked or unreadable, a segment of the wrong size
         print(f"mqbroker: cannot start: {exc}", file=sys.stderr)
         return 1
 

@@ -43,7 +43,7 @@ import zlib
 from aiorocketmq.logs import get_logger
 from aiorocketmq.protocol.javautil import java_string_hash
 
-from .mapped_file import MappedFile
+from .mapped_file import MappedFile, sweep_creating
 
 __all__ = ["IndexFile", "IndexService", "QueryOffsetResult"]
 
@@ -271,6 +271,7 @@ class IndexService:
     def load(self) -> None:
         if not os.path.isdir(self.store_path):
             return
+        sweep_creating(self.store_path)
         for name in sorted(os.listdir(self.store_path)):
             if not name.isdigit():
                 continue

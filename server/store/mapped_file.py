@@ -6,6 +6,11 @@ Contract:
   offset in the logical stream as 20 zero-padded digits (``UtilAll.offset2FileName``),
   preallocated with ``posix_fallocate`` so that a full disk shows up as ``OSError``
   when the segment is created, never as SIGBUS while writing into the mapping.
+  A segment appears under its name only at full size: it is created and preallocated
+  as ``<name>.creating`` and then linked into place (failing, as ``O_EXCL`` would, when
+  the name exists). Upstream's ``map()`` extends the file in one step; without this a
+  SIGKILL between the create and the preallocation left a short segment that stopped
+  the next start. Loaders delete leftover ``.creating`` files (``sweep_creating``).
 * Writers (the event loop) append with one memcpy into the mapping and advance
   ``wrote_position``; readers get ``memoryview`` slices of the mapping (no copy).
 * ``flush`` (``msync`` through ``mmap.flush`` then ``fdatasync``) runs on a worker
@@ -34,17 +39,27 @@ from collections.abc import Iterator
 
 from aiorocketmq.logs import get_logger
 
-__all__ = ["MappedFile", "MappedFileQueue", "OS_PAGE_SIZE", "offset_to_file_name"]
+__all__ = ["MappedFile", "MappedFileQueue", "OS_PAGE_SIZE", "offset_to_file_name", "sweep_creating"]
 
 log = get_logger("aiorocketmq.store")
 
 OS_PAGE_SIZE = 4096
 _ZERO_CHUNK = bytes(1024 * 1024)
+CREATING_SUFFIX = ".creating"
 
 
 def offset_to_file_name(offset: int) -> str:
     """``UtilAll.offset2FileName``: 20 zero-padded decimal digits."""
     return f"{offset:020d}"
+
+
+def sweep_creating(directory: str) -> None:
+    """Delete the ``.creating`` leftovers of segments whose creation a crash interrupted."""
+    for name in os.listdir(directory):
+        if name.endswith(CREATING_SUFFIX):
+            log.info("store.partial_file_removed", path=os.path.join(directory, name))
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(os.path.join(directory, name))
 
 
 def _fsync_dir(path: str) -> None:
@@ -73,19 +88,24 @@ class MappedFile:
         self._dir_synced = not create
         self.first_create_in_queue = False
         self.destroyed = False
-        fd = os.open(path, os.O_RDWR | (os.O_CREAT | os.O_EXCL if create else 0), 0o644)
+        if create and os.path.exists(path):
+            raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), path)
+        creating = path + CREATING_SUFFIX
+        fd = os.open(creating if create else path,
+                     os.O_RDWR | (os.O_CREAT | os.O_TRUNC if create else 0), 0o644)
         try:
             if create:
                 try:
-                    os.posix_fallocate(fd, 0, file_size)
-                except OSError as exc:
-                    if exc.errno not in (errno.EOPNOTSUPP, errno.EINVAL):
-                        os.close(fd)
-                        fd = -1
-                        with contextlib.suppress(OSError):
-                            os.unlink(path)
-                        raise
-                    os.ftruncate(fd, file_size)
+                    try:
+                        os.posix_fallocate(fd, 0, file_size)
+                    except OSError as exc:
+                        if exc.errno not in (errno.EOPNOTSUPP, errno.EINVAL):
+                            raise
+                        os.ftruncate(fd, file_size)
+                    os.link(creating, path)  # EEXIST if the name appeared meanwhile
+                finally:
+                    with contextlib.suppress(OSError):
+                        os.unlink(creating)
             else:
                 actual = os.fstat(fd).st_size
                 if actual != file_size:
@@ -217,6 +237,7 @@ class MappedFileQueue:
         """Map every segment on disk, marking all of them fully written (recovery trims)."""
         if not os.path.isdir(self.store_path):
             return
+        sweep_creating(self.store_path)
         names = sorted(n for n in os.listdir(self.store_path) if n.isdigit() and len(n) == 20)
         for name in names:
             mf = MappedFile(os.path.join(self.store_path, name), int(name), self.file_size, create=False)

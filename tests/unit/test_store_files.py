@@ -141,6 +141,33 @@ def test_mapped_file_refuses_wrong_size(tmp_path) -> None:
         MappedFile(str(path), 0, 4096, create=False)
 
 
+def test_segment_appears_only_at_full_size(tmp_path, monkeypatch) -> None:
+    """A segment is preallocated under ``<name>.creating`` and linked into place; a crash in
+    between leaves only the ``.creating`` file, which the next load deletes."""
+    q = MappedFileQueue(str(tmp_path), 4096)
+    mf = q.get_last_mapped_file(0)
+    assert mf is not None and os.path.getsize(mf.path) == 4096
+    assert sorted(os.listdir(tmp_path)) == [offset_to_file_name(0)]
+    with pytest.raises(FileExistsError):
+        MappedFile(mf.path, 0, 4096, create=True)  # an existing segment is never replaced
+    mf.append(b"x" * 4096)
+    q.close()
+    # What SIGKILL between the create and the preallocation leaves behind.
+    (tmp_path / (offset_to_file_name(4096) + ".creating")).write_bytes(b"")
+    q = MappedFileQueue(str(tmp_path), 4096)
+    q.load()
+    assert [f.file_from_offset for f in q] == [0]
+    assert sorted(os.listdir(tmp_path)) == [offset_to_file_name(0)]
+    # A failed preallocation (a full disk) leaves nothing either.
+    def full(fd: int, offset: int, size: int) -> None:
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(os, "posix_fallocate", full)
+    with pytest.raises(OSError, match="No space"):
+        q.get_last_mapped_file(0)
+    assert sorted(os.listdir(tmp_path)) == [offset_to_file_name(0)]
+    q.close()
+
+
 def test_reserve_creates_segments_ahead(tmp_path) -> None:
     q = MappedFileQueue(str(tmp_path), 100)
     q.reserve(250, 0)
