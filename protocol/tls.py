@@ -23,12 +23,13 @@ Contract:
   against ``trustCertPath`` (or the system store); an optional client certificate. Host
   names are never checked: RocketMQ peers are addressed by IP, and upstream does not check
   them either.
-* ``server_tls_active(props)``: divergence. A stock server in its default configuration
-  (permissive, test mode) answers TLS with a self-signed certificate. Ours serves TLS only
-  when ``tls.server.mode`` is given (permissive or enforcing) or a ``tls.config.file``
-  names a server certificate; otherwise connections are plain only, as in ``disabled``
-  (a TLS ClientHello is then not a frame, and the connection closes, as upstream's
-  disabled mode closes it).
+* ``server_tls_active``: as a stock server, ours serves TLS unless ``tls.server.mode`` is
+  ``disabled``: in its default configuration (permissive, test mode) it answers a TLS
+  ClientHello with a self-signed certificate made at start, and plain connections as
+  before, on the same port. Only when the ``cryptography`` package is missing and no mode
+  was given does it fall back to plain only, with a warning (``maybe_server_context``);
+  with ``tls.server.mode`` given it fails to start instead. In ``disabled`` mode a TLS
+  ClientHello is not a frame, and the connection closes, as upstream's closes it.
 """
 
 from __future__ import annotations
@@ -40,6 +41,8 @@ import ssl
 import tempfile
 from collections.abc import Mapping
 
+from aiorocketmq.logs import get_logger
+
 __all__ = [
     "DEFAULT_TLS_CONFIG_FILE",
     "TLS_HANDSHAKE_BYTE",
@@ -47,6 +50,8 @@ __all__ = [
     "TlsMode",
     "client_ssl_context",
 ]
+
+log = get_logger("aiorocketmq.tls")
 
 DEFAULT_TLS_CONFIG_FILE = "/etc/rocketmq/tls.properties"
 TLS_HANDSHAKE_BYTE = 0x16  # NettyRemotingServer.HandshakeHandler.HANDSHAKE_MAGIC_CODE
@@ -139,10 +144,8 @@ class TlsConfig:
 
     @property
     def server_tls_active(self) -> bool:
-        """Whether a server should detect and serve TLS (module docstring, divergence)."""
-        if self.mode is TlsMode.DISABLED:
-            return False
-        return self.mode_given or (not self.test_mode and bool(self.server_cert_path))
+        """Whether a server should detect and serve TLS: unless ``disabled``, as upstream."""
+        return self.mode is not TlsMode.DISABLED
 
     def server_context(self) -> ssl.SSLContext:
         """``TlsHelper.buildSslContext(false)``. Raises ``ssl.SSLError`` / ``OSError`` /
@@ -167,8 +170,17 @@ class TlsConfig:
         return ctx
 
     def maybe_server_context(self) -> ssl.SSLContext | None:
-        """``server_context()`` when TLS is active (``server_tls_active``), else None."""
-        return self.server_context() if self.server_tls_active else None
+        """``server_context()`` when TLS is active (``server_tls_active``), else None; also
+        None, with a warning, for the default test mode without the cryptography package."""
+        if not self.server_tls_active:
+            return None
+        try:
+            return self.server_context()
+        except _NoSelfSignedCertificate as exc:
+            if self.mode_given:
+                raise
+            log.warning("tls.plain_only", reason=str(exc))
+            return None
 
     def client_context(self) -> ssl.SSLContext:
         """``TlsHelper.buildSslContext(true)`` (the broker's own client connections)."""
@@ -211,6 +223,10 @@ def _load_pem_chain(ctx: ssl.SSLContext, cert_pem: bytes, key_pem: bytes) -> Non
         ctx.load_cert_chain(cert_path, key_path)
 
 
+class _NoSelfSignedCertificate(RuntimeError):
+    """Test mode without the cryptography package."""
+
+
 def _self_signed_pem() -> tuple[bytes, bytes]:
     """Netty's ``SelfSignedCertificate`` (test mode): a throwaway certificate and key."""
     try:
@@ -221,7 +237,7 @@ def _self_signed_pem() -> tuple[bytes, bytes]:
         from cryptography.hazmat.primitives.asymmetric import ec
         from cryptography.x509.oid import NameOID
     except ImportError as exc:
-        raise RuntimeError("tls.test.mode.enable=true needs a self-signed certificate: "
+        raise _NoSelfSignedCertificate("tls.test.mode.enable=true needs a self-signed certificate: "
                            "install the cryptography package, or configure "
                            "tls.server.certPath / tls.server.keyPath with "
                            "tls.test.mode.enable=false") from exc

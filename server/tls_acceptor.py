@@ -159,6 +159,8 @@ class TlsSniffingAcceptor(asyncio.AbstractServer):
                 await loop.connect_accepted_socket(
                     self._factory, sock=conn, ssl=self._ssl,
                     ssl_handshake_timeout=self._handshake_timeout)
+                # Upstream's HandshakeHandler logs each TLS connection at info too.
+                log.info("remoting.tls_accepted", peer=peer)
             else:
                 await loop.connect_accepted_socket(self._factory, sock=conn)
         except (OSError, ssl.SSLError, TimeoutError) as exc:

@@ -25,7 +25,7 @@ import time
 
 from aiorocketmq.logs import get_logger
 from aiorocketmq.protocol.channel import Channel
-from aiorocketmq.protocol.tls import TlsConfig, TlsMode
+from aiorocketmq.protocol.tls import TlsConfig
 from aiorocketmq.server.metrics import NamesrvMetrics
 from aiorocketmq.server.remoting import RemotingServer
 
@@ -46,8 +46,11 @@ class NamesrvController:
 
     def __init__(self, config: NamesrvConfig, *, metrics: NamesrvMetrics | None = None,
                  tls: TlsConfig | None = None) -> None:
-        """``tls``: upstream's ``tls.server.mode`` and friends (protocol/tls.py); plain only
-        when None."""
+        """``tls``: upstream's ``tls.server.mode`` and friends (protocol/tls.py); None is
+        their defaults, as for a stock nameserver started without ``-D``: permissive, a
+        self-signed certificate for TLS clients."""
+        if tls is None:
+            tls = TlsConfig.from_properties()
         self.config = config
         self.kv = KVConfigManager(config.kv_config_path)
         self.routes = RouteInfoManager(
@@ -63,8 +66,8 @@ class NamesrvController:
             oneway_permits=config.server_oneway_semaphore_value,
             async_permits=config.server_async_semaphore_value,
             request_observer=self.metrics.observer,
-            ssl_context=None if tls is None else tls.maybe_server_context(),
-            tls_mode=TlsMode.DISABLED if tls is None else tls.mode,
+            ssl_context=tls.maybe_server_context(),
+            tls_mode=tls.mode,
         )
         self.metrics.attach(self)
         self._scan_task: asyncio.Task[None] | None = None
