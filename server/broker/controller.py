@@ -132,12 +132,13 @@ class BrokerController:
         self.stats = BrokerStatsManager(config.broker_cluster_name)
         # Without options: no endpoint, slow requests (1 s) still logged.
         self.metrics = metrics if metrics is not None else BrokerMetrics()
+        # One context for both ports, as upstream's two servers share one TLS setup.
+        self._server_ssl = self.tls.maybe_server_context()
         self.server = RemotingServer(host=host, port=config.listen_port,
                                      default_handler=self._not_ready,
                                      on_channel_close=self._on_channel_close,
                                      request_observer=self.metrics.observer,
-                                     ssl_context=self.tls.maybe_server_context(),
-                                     tls_mode=self.tls.mode)
+                                     ssl_context=self._server_ssl, tls_mode=self.tls.mode)
         self.namesrv = BrokerOuterAPI(config, self.topics.build_serialize_wrapper,
                                       ssl=self.tls.client_context() if self.tls.enable else None)
         self.topics.on_topic_created = self.namesrv.request_register_oneway
@@ -267,7 +268,8 @@ class BrokerController:
                               default_handler=self.admin_processor.unknown if self.admin_processor else None,
                               on_channel_close=self._on_channel_close,
                               request_observer=self.metrics.observer,
-                              request_hook=self.server.request_hook)
+                              request_hook=self.server.request_hook,
+                              ssl_context=self._server_ssl, tls_mode=self.tls.mode)
         try:
             await fast.start()
         except OSError as exc:

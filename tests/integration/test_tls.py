@@ -89,8 +89,8 @@ def enforcing(tmp_path_factory: pytest.TempPathFactory,
     yield from _cluster(tmp_path_factory.mktemp("enforcing"), certs, "enforcing")
 
 
-async def _route(addr: str, ssl: bool) -> RemotingCommand:
-    request = RemotingCommand.create_request(RequestCode.GET_BROKER_CLUSTER_INFO)
+async def _route(addr: str, ssl: bool, code: int = RequestCode.GET_BROKER_CLUSTER_INFO) -> RemotingCommand:
+    request = RemotingCommand.create_request(code)
     async with RemotingClient(ssl=client_ssl_context() if ssl else None) as client:
         return await client.invoke(addr, request, 5.0)
 
@@ -131,3 +131,32 @@ async def test_permissive_serves_both_on_one_port(
                                 config=ClientConfig(use_tls=use_tls)) as producer:
                 result = await producer.send(Message("TlsTopic", b"either way"))
                 assert result.status == SendStatus.SEND_OK
+
+
+async def test_defaults_serve_tls_and_plain_on_both_broker_ports(tmp_path: Path) -> None:
+    """Started without any tls.* setting, as a stock nameserver and broker: TLS with a
+    self-signed certificate and plain on the listen port and on the VIP port (listenPort - 2);
+    ``-Dtls.server.mode=disabled`` leaves plain only."""
+    from tests.interop.stock import free_port
+
+    port = free_port(offsets=(-2, 0, 1))
+    ns = namesrv_process(tmp_path).start()
+    br = broker_process(tmp_path, ns.address, conf={"listenPort": str(port)})
+    off = broker_process(tmp_path, ns.address, name="broker-off", extra=("-Dtls.server.mode=disabled",))
+    try:
+        br.start()
+        off.start()
+        info = RequestCode.GET_BROKER_RUNTIME_INFO
+        for ssl in (False, True):
+            assert (await _route(ns.address, ssl=ssl)).code == ResponseCode.SUCCESS, ssl
+            for addr in (br.address, f"127.0.0.1:{port - 2}"):
+                assert (await _route(addr, ssl=ssl, code=info)).code == ResponseCode.SUCCESS, (addr, ssl)
+        assert br.log_tail(200).count("remoting.tls_accepted") >= 2
+        assert (await _route(off.address, ssl=False, code=info)).code == ResponseCode.SUCCESS
+        with pytest.raises(RemotingError):
+            await _route(off.address, ssl=True, code=info)
+    finally:
+        off.stop()
+        br.stop()
+        ns.stop()
+        print(f"---- broker ----\n{br.log_tail(40)}")
