@@ -49,7 +49,7 @@ _INT_UNPACK = Struct(">i").unpack_from
 _NOT_FAST = (MessageSysFlag.BORNHOST_V6_FLAG | MessageSysFlag.STOREHOSTADDRESS_V6_FLAG
              | MessageSysFlag.COMPRESSED_FLAG)
 _HEX = np.frombuffer(b"0123456789ABCDEF", dtype=np.uint8)
-_HEAD_COLS = np.arange(_HEAD_SIZE, dtype=np.int64)
+_MASKED_MAX = 1024  # longest value gathered as masked rows (see ``_gather``)
 _TAGS = MessageConst.PROPERTY_TAGS
 _KEYS = MessageConst.PROPERTY_KEYS
 _UNIQ_KEY = MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX
@@ -76,21 +76,33 @@ def _join(buf: bytes, starts: Any, ends: Any) -> bytes:
     return b"".join([buf[s:e] for s, e in zip(starts.tolist(), ends.tolist(), strict=True)])
 
 
+def _rows(a: NDArray[np.uint8], starts: NDArray[np.int64], width: int) -> NDArray[np.uint8]:
+    """The ``width`` bytes from each of ``starts`` as (n, width) rows: one memcpy each (a
+    fancy index of ``a`` seen as overlapping ``width``-byte items; every
+    ``start + width`` must be within ``a``)."""
+    if width > len(a):
+        raise _Fallback("record out of bounds")
+    items = np.ndarray(shape=(len(a) - width + 1,), dtype=np.dtype((np.void, width)),
+                       buffer=a, strides=(1,))
+    return items[starts].view(np.uint8).reshape(len(starts), width)
+
+
 def _gather(buf: bytes, a: NDArray[np.uint8], starts: NDArray[np.int64],
             lengths: NDArray[np.int64]) -> bytes:
-    """``_join`` of ``buf[start:start+length]``; one numpy gather when every length is the
-    same short one (UNIQ_KEYs, tags of one kind), else slices."""
+    """``_join`` of ``buf[start:start+length]``; numpy row copies when every length is the
+    same (bodies of one producer, UNIQ_KEYs, tags of one kind) or none is much longer than
+    the rest (rows of the longest, masked), else slices."""
     n = len(starts)
     if n == 0:
         return b""
     first = int(lengths[0])
-    if first <= 64 and (lengths == first).all():
-        return a[starts[:, None] + np.arange(first)].tobytes()
-    if int(lengths.sum()) <= 16 * n:
-        offsets = np.zeros(n, dtype=np.int64)
-        np.cumsum(lengths[:-1], out=offsets[1:])
-        idx = np.repeat(starts - offsets, lengths) + np.arange(int(offsets[-1] + lengths[-1]))
-        return a[idx].tobytes()
+    if (lengths == first).all():
+        return _rows(a, starts, first).tobytes() if first else b""
+    longest = int(lengths.max())
+    if longest <= _MASKED_MAX and longest * n <= 4 * int(lengths.sum()) + 64 * n and \
+            int((starts + longest).max()) <= len(a):
+        rows = _rows(a, starts, longest)
+        return rows[np.arange(longest) < lengths[:, None]].tobytes()
     return _join(buf, starts, starts + lengths)
 
 
@@ -179,19 +191,32 @@ class _Properties:
         if ((heads >= 0x80) & (heads < 0xC0)).any():
             raise _Fallback("properties not UTF-8")
         # Segments lie between boundaries: record starts/ends and the \x02 bytes (a segment
-        # after a \x02 starts one byte later). A \x02 at a record's start is both.
-        is_sep = np.zeros(len(p) + 1, dtype=bool)
-        is_sep[:-1] = p == 2
-        bound = is_sep.copy()
-        bound[po] = True
-        b = np.flatnonzero(bound)
-        seg_start = b[:-1] + is_sep[b[:-1]]
-        seg_end = b[1:]
-        sep1 = np.flatnonzero(p == 1)
-        j = np.searchsorted(sep1, seg_start)
-        nv = sep1[np.minimum(j, len(sep1) - 1)] if len(sep1) else np.zeros(len(j), np.int64)
-        keep = (j < len(sep1)) & (nv > seg_start) & (nv < seg_end - 1)
-        self.rec = np.searchsorted(po, seg_start[keep], side="right") - 1
+        # after a \x02 starts one byte later). A \x02 at a record's start is both. One pass
+        # finds every boundary and \x01 (the events); the rest works on the events only.
+        size = len(p)
+        nz = np.flatnonzero(nonempty)  # records with segments; their starts are distinct
+        rec_mark = np.zeros(size + 1, dtype=bool)
+        rec_mark[po[nz]] = True
+        mark = rec_mark.copy()
+        mark[size] = True
+        mark[:-1] |= (p - 1) <= 1  # \x01 or \x02 (uint8: 0 wraps to 255)
+        ev = np.flatnonzero(mark)  # the last one is ``size``
+        is_rec = rec_mark[ev]
+        byte = np.zeros(len(ev), dtype=np.uint8)
+        byte[:-1] = p[ev[:-1]]
+        is2 = byte == 2
+        bi = np.flatnonzero(is_rec | is2)
+        if not len(bi) or bi[-1] != len(ev) - 1:
+            bi = np.append(bi, len(ev) - 1)
+        first = bi[:-1]
+        seg_start = ev[first] + is2[first]
+        seg_end = ev[bi[1:]]
+        # The key ends at the segment's first \x01: the event after its boundary, unless
+        # the boundary itself is one (an empty key) or the next event is no \x01.
+        nxt = first + 1
+        nv = ev[nxt]
+        keep = (byte[first] != 1) & (byte[nxt] == 1) & (nv > seg_start) & (nv < seg_end - 1)
+        self.rec = nz[(np.cumsum(is_rec) - 1)[first[keep]]]
         self.key_start = seg_start[keep]
         self.key_len = nv[keep] - self.key_start
         self.val_start = nv[keep] + 1
@@ -248,7 +273,7 @@ class _Properties:
         name = np.frombuffer(key.encode(), dtype=np.uint8)
         hit = np.flatnonzero(self.key_len == len(name))
         if len(hit):
-            hit = hit[(self.p[self.key_start[hit][:, None] + np.arange(len(name))] == name)
+            hit = hit[(_rows(self.p, self.key_start[hit], len(name)) == name)
                       .all(axis=1)]
         rec = self.rec[hit]
         if len(rec) > 1:  # a repeated key: its last value (segments are in record order)
@@ -371,14 +396,14 @@ class ColumnarDecoder:
         buf = b"".join([body for body, _ in windows])
         a = np.frombuffer(buf, dtype=np.uint8)
         s = np.array(starts, dtype=np.int64)
-        head = a[s[:, None] + _HEAD_COLS]
+        head = _rows(a, s, _HEAD_SIZE)
         total = _field(head, 0, 4)
         guessed = np.repeat(strides, counts) if strides is not None else None
         if guessed is not None and ((guessed != 0) & (total != guessed)).any():
             # a guessed stride was wrong: walk record by record
             starts, counts, _ = self._starts(windows, guess=False)
             s = np.array(starts, dtype=np.int64)
-            head = a[s[:, None] + _HEAD_COLS]
+            head = _rows(a, s, _HEAD_SIZE)
             total = _field(head, 0, 4)
         ends = [end for _, end in windows]
         if (_field(head, 4, 4) != MESSAGE_MAGIC_CODE).any():
@@ -438,7 +463,7 @@ class ColumnarDecoder:
         topic_start = topic_pos + 1
         first = buf[int(topic_start[0]):int(topic_start[0] + topic_len[0])]
         t0 = len(first)
-        if (topic_len == t0).all() and (a[topic_start[:, None] + np.arange(t0)]
+        if t0 and (topic_len == t0).all() and (_rows(a, topic_start, t0)
                                         == np.frombuffer(first, dtype=np.uint8)).all():
             try:
                 topic = _repeat_string(first.decode("utf-8"), n)
@@ -458,8 +483,8 @@ class ColumnarDecoder:
             tags,
             props.string_column(_KEYS),
             _string_array(pa.binary(), body_len, _gather(buf, a, body_start, body_len)),
-            pa.array(_field(head, 40, 8) * 1000, ts),
-            pa.array(_field(head, 56, 8) * 1000, ts),
+            pa.array(_field(head, 40, 8) * 1000).view(ts),  # pa.array(x, ts) is 500x slower
+            pa.array(_field(head, 56, 8) * 1000).view(ts),
             _hosts(head[:, 48:56]),
             pa.array(_field(head, 72, 4).astype(np.int32)),
         ]

@@ -194,3 +194,30 @@ def test_generated_records(recs: list[tuple[list[tuple[str, str]], bytes, bool, 
                for i in range(0, len(records), per_body)]
     _same(windows, include, tags)
 
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(min_value=0, max_value=40),
+                          st.integers(min_value=0, max_value=1100)), max_size=40),
+       st.integers(min_value=0, max_value=3))
+def test_gather_paths_agree_with_slices(parts: list[tuple[int, int]], tail: int) -> None:
+    """``_gather`` (one length: rows; lengths alike: masked rows; else slices) joins exactly
+    the slices it is given, up to the end of the buffer."""
+    import numpy as np
+
+    from aiorocketmq.spark_sink.columnar import _gather
+
+    starts, lengths, pos = [], [], 0
+    for gap, length in parts:
+        pos += gap
+        starts.append(pos)
+        lengths.append(length)
+        pos += length
+    buf = bytes(i * 7 % 251 for i in range(pos + tail))
+    a = np.frombuffer(buf, dtype=np.uint8)
+    s = np.array(starts, dtype=np.int64)
+    n = np.array(lengths, dtype=np.int64)
+    assert _gather(buf, a, s, n) == b"".join(buf[x:x + k] for x, k in zip(starts, lengths, strict=True))
+    same = np.full(len(starts), min(lengths, default=0), dtype=np.int64)
+    assert _gather(buf, a, s, same) == b"".join(buf[x:x + k] for x, k in
+                                                zip(starts, same.tolist(), strict=True))
