@@ -12,9 +12,13 @@ Contract:
   message carries ``spark.queryId`` / ``spark.batchId`` / ``spark.partitionId`` /
   ``spark.rowIndex`` (``sink_mapping``), which name the row exactly across re-runs: a
   consumer that needs exactly-once deduplicates on them.
-* ``async=false`` (default) sends one message at a time; ``async=true`` keeps up to
-  ``maxInFlight`` sends in flight per task (the producer's ``send_async``) and still waits
-  for all of them before the task reports success.
+* Consecutive rows for the same topic and queue go out as one SEND_BATCH_MESSAGE (``batches``:
+  up to ``BATCH_ROWS`` rows, ``BATCH_BYTES`` of bodies), which the broker stores and
+  acknowledges as a whole, each row still its own message with its own properties. A row
+  a batch would change goes alone, as before: a delay level, a transaction flag, a retry
+  topic, or a body the producer would compress. ``async=false`` (default) sends one
+  request at a time, in row order; ``async=true`` keeps up to ``maxInFlight`` requests
+  in flight per task and still waits for all of them before the task reports success.
 * ``queueId`` picks ``mqs[queueId % len(mqs)]`` among the topic's write queues in route
   order (upstream ``send(msg, selector, arg)`` with an index selector).
 
@@ -36,6 +40,7 @@ from aiorocketmq.client.producer import Producer
 from aiorocketmq.client.sync import LoopThread
 from aiorocketmq.logs import get_logger
 from aiorocketmq.protocol.bodies import MessageQueue
+from aiorocketmq.protocol.codes import MessageConst, MixAll
 from aiorocketmq.protocol.message import Message
 
 from .body_format import SinkPacker
@@ -53,11 +58,13 @@ if TYPE_CHECKING:
     from pyspark.sql.types import StructType
 
 __all__ = ["RocketMQBatchWriter", "RocketMQStreamWriter", "SinkCommitMessage",
-           "write_partition", "select_by_index"]
+           "write_partition", "select_by_index", "batches"]
 
 log = get_logger("aiorocketmq.spark")
 
 _SEND_CHUNK = 512  # rows handed to the loop thread per hop
+BATCH_ROWS = 128  # rows per SEND_BATCH_MESSAGE
+BATCH_BYTES = 512 * 1024  # bodies per SEND_BATCH_MESSAGE (the broker's limit is 4 MiB)
 BATCH_ID_PROPERTY = "streaming.sql.batchId"  # MicroBatchExecution.BATCH_ID_KEY
 QUERY_ID_PROPERTY = "sql.streaming.queryId"  # StreamExecution.QUERY_ID_KEY
 
@@ -103,21 +110,63 @@ class _ProducerThread(LoopThread):
     async def send_all(self, items: list[tuple[Message, int | None]]) -> None:
         producer = self.producer
         assert producer is not None
+        groups = batches(items, producer.compress_msg_body_over_howmuch)
         if not self._opts.async_send:
-            for msg, qid in items:
-                await _send_one(producer, msg, qid)
+            for msgs, qid in groups:
+                await _send_one(producer, msgs, qid)
             return
         limit = asyncio.Semaphore(self._opts.max_in_flight)
 
-        async def one(msg: Message, qid: int | None) -> None:
+        async def one(msgs: Message | list[Message], qid: int | None) -> None:
             async with limit:
-                await _send_one(producer, msg, qid)
+                await _send_one(producer, msgs, qid)
 
         # Every send is awaited before returning: a failure fails the task.
-        await asyncio.gather(*(one(m, q) for m, q in items))
+        await asyncio.gather(*(one(m, q) for m, q in groups))
 
 
-async def _send_one(producer: Producer, msg: Message, qid: int | None) -> None:
+def _batchable(msg: Message, compress_over: int) -> bool:
+    """Whether ``msg`` is stored the same inside a batch as sent alone."""
+    props = msg.properties
+    return (len(msg.body) < compress_over
+            and MessageConst.PROPERTY_DELAY_TIME_LEVEL not in props
+            and MessageConst.PROPERTY_TRANSACTION_PREPARED not in props
+            and not msg.topic.startswith(MixAll.RETRY_GROUP_TOPIC_PREFIX))
+
+
+def batches(items: Sequence[tuple[Message, int | None]], compress_over: int
+            ) -> list[tuple[Message | list[Message], int | None]]:
+    """``items`` in order as sends: runs of batchable messages with the same topic, queue
+    id and WAIT as lists (at most ``BATCH_ROWS`` messages, ``BATCH_BYTES`` of bodies), any
+    other message alone."""
+    out: list[tuple[Message | list[Message], int | None]] = []
+    run: list[Message] = []
+    run_key: tuple[str, int | None, bool] | None = None
+    size = 0
+
+    def close() -> None:
+        if run:
+            out.append((run[0] if len(run) == 1 else list(run), run_key[1] if run_key else None))
+            run.clear()
+
+    for msg, qid in items:
+        if not _batchable(msg, compress_over):
+            close()
+            run_key = None
+            out.append((msg, qid))
+            continue
+        key = (msg.topic, qid, msg.wait_store_msg_ok)
+        if key != run_key or len(run) >= BATCH_ROWS or size + len(msg.body) > BATCH_BYTES:
+            close()
+            run_key = key
+            size = 0
+        run.append(msg)
+        size += len(msg.body)
+    close()
+    return out
+
+
+async def _send_one(producer: Producer, msg: Message | list[Message], qid: int | None) -> None:
     if qid is None:
         await producer.send(msg)
     else:

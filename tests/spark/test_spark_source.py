@@ -143,6 +143,24 @@ def test_sink_writes_rows_with_tags_keys_and_properties(spark: Any, name_server:
     assert odd.count() == 15
 
 
+def test_sink_batches_keep_row_order_per_queue(spark: Any, name_server: str) -> None:
+    """Synchronous sink, queueId column: consecutive rows of a queue go out as batches, and
+    each queue holds its rows in row order, each row its own message with its lineage."""
+    topic = "SparkSinkOrdered"
+    df = spark.range(0, 300, numPartitions=1).selectExpr(
+        "cast(id as string) AS value", "cast(id div 100 AS int) AS queueId")
+    (df.write.format("rocketmq").option("nameServer", name_server).option("topic", topic)
+     .mode("append").save())
+    back = (spark.read.format("rocketmq").option("nameServer", name_server)
+            .option("topic", topic).option("includeProperties", "true").load().collect())
+    assert len(back) == 300
+    for q in range(3):
+        rows = sorted((r for r in back if r.queueId == q), key=lambda r: r.queueOffset)
+        assert [int(bytes(r.body)) for r in rows] == list(range(100 * q, 100 * q + 100))
+        assert [int(r.properties[PROP_ROW_INDEX]) for r in rows] == list(range(100 * q, 100 * q + 100))
+    assert len({r.msgId for r in back}) == 300
+
+
 def test_streaming_sink_records_the_batch_id(spark: Any, name_server: str, checkpoint: Path
                                              ) -> None:
     src, dst = "SparkPipeIn", "SparkPipeOut"
