@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import os
 import struct
+import threading
 import zlib
 
 __all__ = ["StoreCheckpoint", "AbortFile"]
@@ -38,7 +39,7 @@ class StoreCheckpoint:
     """The checkpoint file; fields are plain ints updated by the flusher, persisted by ``flush``."""
 
     __slots__ = ("path", "physic_msg_timestamp", "logics_msg_timestamp", "index_msg_timestamp",
-                 "physic_offset", "logics_offset", "index_offset", "loaded_ok")
+                 "physic_offset", "logics_offset", "index_offset", "loaded_ok", "_lock")
 
     def __init__(self, path: str) -> None:
         self.path = path
@@ -49,6 +50,9 @@ class StoreCheckpoint:
         self.logics_offset = 0
         self.index_offset = 0
         self.loaded_ok = False
+        # Two flushes may run at once on the store's worker threads (the periodic logics
+        # flush and an explicit one): they share the temp file, so they take turns.
+        self._lock = threading.Lock()
         self._load()
 
     def _load(self) -> None:
@@ -84,22 +88,23 @@ class StoreCheckpoint:
 
     def flush(self) -> None:
         """Persist atomically (blocking: call it from a worker thread on a live store)."""
-        data = self.encode()
-        directory = os.path.dirname(self.path) or "."
-        os.makedirs(directory, exist_ok=True)
-        tmp = self.path + ".tmp"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        try:
-            os.write(fd, data)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, self.path)
-        dfd = os.open(directory, os.O_RDONLY)
-        try:
-            os.fsync(dfd)
-        finally:
-            os.close(dfd)
+        with self._lock:
+            data = self.encode()
+            directory = os.path.dirname(self.path) or "."
+            os.makedirs(directory, exist_ok=True)
+            tmp = self.path + ".tmp"
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            try:
+                os.write(fd, data)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            os.replace(tmp, self.path)
+            dfd = os.open(directory, os.O_RDONLY)
+            try:
+                os.fsync(dfd)
+            finally:
+                os.close(dfd)
 
 
 class AbortFile:
