@@ -40,6 +40,16 @@ def next_opaque() -> int:
 
 
 _LANG_BY_NAME = {lc.name: lc for lc in LanguageCode}
+_JSON = SerializeType.JSON
+_new_command = object.__new__
+_str_type = str
+
+
+def _all_str(values: Any) -> bool:
+    for v in values:
+        if type(v) is not _str_type:
+            return False
+    return True
 _RESPONSE_FLAG = int(RpcFlag.RESPONSE)
 _encode_str = json.encoder.encode_basestring  # type: ignore[attr-defined]  # "..." with escapes, non-ASCII raw
 _json_loads = json.loads
@@ -133,16 +143,18 @@ class RemotingCommand:
         language: int = LanguageCode.JAVA,
     ) -> RemotingCommand:
         """A response to this request: its opaque, the response flag, its serialize type."""
-        return RemotingCommand(
-            code,
-            opaque=self.opaque,
-            flag=_RESPONSE_FLAG,  # a plain int: Flag arithmetic runs Python code per response
-            remark=remark,
-            ext_fields=ext_fields,
-            body=body,
-            language=language,
-            serialize_type=self.serialize_type,
-        )
+        # One per request: the slots filled directly, without __init__'s keyword parsing.
+        cmd: RemotingCommand = _new_command(RemotingCommand)
+        cmd.code = code
+        cmd.language = language
+        cmd.version = CURRENT_VERSION
+        cmd.opaque = self.opaque
+        cmd.flag = _RESPONSE_FLAG  # a plain int: Flag arithmetic runs Python code per response
+        cmd.remark = remark
+        cmd.ext_fields = ext_fields
+        cmd.body = body
+        cmd.serialize_type = self.serialize_type
+        return cmd
 
     # -- flags ----------------------------------------------------------------------------
 
@@ -275,16 +287,48 @@ class RemotingCommand:
 
     @classmethod
     def _decode_json_header(cls, header: memoryview) -> RemotingCommand:
-        data = bytes(header)
         obj: Any = None
         try:
-            text = data.decode("utf-8")
+            text = str(header, "utf-8")
             obj, end = _scan_once(text, 0)
             if end != len(text):
                 obj = None
         except (ValueError, StopIteration, RecursionError):
             obj = None
+        if type(obj) is dict:
+            # What Java writes (every request and response): int fields in range, the
+            # language by name, extFields all strings. Filled in place of __init__'s
+            # keyword parsing; anything else takes the general path below.
+            get = obj.get
+            code = get("code", 0)
+            flag = get("flag", 0)
+            version = get("version", 0)
+            opaque = get("opaque")
+            lang_raw = get("language", "JAVA")
+            lang = _LANG_BY_NAME.get(lang_raw) if type(lang_raw) is _str_type else None
+            remark = get("remark")
+            ext_raw = get("extFields")
+            if (type(code) is int and type(flag) is int and type(version) is int
+                    and type(opaque) is int and lang is not None
+                    and -0x80000000 <= opaque <= 0x7FFFFFFF and -0x80000000 <= code <= 0x7FFFFFFF
+                    and -0x80000000 <= flag <= 0x7FFFFFFF
+                    and -0x80000000 <= version <= 0x7FFFFFFF
+                    and (remark is None or type(remark) is str)
+                    and (ext_raw is None or (type(ext_raw) is dict
+                                             and _all_str(ext_raw.values())))):
+                cmd = _new_command(cls)
+                cmd.code = code
+                cmd.language = lang
+                cmd.version = version
+                cmd.opaque = opaque
+                cmd.flag = flag
+                cmd.remark = remark
+                cmd.ext_fields = ext_raw
+                cmd.body = None
+                cmd.serialize_type = _JSON
+                return cmd
         if obj is None:
+            data = bytes(header)
             try:
                 obj = _json_loads(data)
             except (ValueError, UnicodeDecodeError, RecursionError) as exc:

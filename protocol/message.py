@@ -63,6 +63,7 @@ __all__ = [
     "store_timestamp_pos",
     "record_size",
     "encode_stored_record",
+    "pack_stored_record",
     "encode_message",
     "decode_message",
     "decode_messages",
@@ -699,6 +700,31 @@ def encode_stored_record(
         )
     except struct.error as exc:
         raise MessageEncodeError(f"record field out of range: {exc}") from exc
+    return _EMPTY_BA.join(
+        (fixed, body, _BYTE_PACK(topic_len), topic_b, _SHORT_PACK(props_len), props_b)
+    )
+
+
+def pack_stored_record(topic_b: bytes, queue_id: int, flag: int, queue_offset: int,
+                       physical_offset: int, sys_flag: int, born_timestamp: int,
+                       born_host: bytes, store_timestamp: int, store_host: bytes,
+                       reconsume_times: int, prepared_transaction_offset: int, body: bytes,
+                       props_b: bytes) -> bytearray:
+    """``encode_stored_record`` for a caller that has already checked its arguments (the
+    commit log's append: lengths checked, V6 bits set from the host sizes), positional and
+    without the checks. A field out of its wire range raises ``struct.error``."""
+    born_v6 = len(born_host) == 20
+    store_v6 = len(store_host) == 20
+    body_len = len(body)
+    topic_len = len(topic_b)
+    props_len = len(props_b)
+    fixed = _FIXED_PACK[(born_v6, store_v6)](
+        _MIN_RECORD_SIZE + body_len + topic_len + props_len
+        + (12 if born_v6 else 0) + (12 if store_v6 else 0),
+        MESSAGE_MAGIC_CODE, zlib.crc32(body) & 0x7FFFFFFF, queue_id, flag, queue_offset,
+        physical_offset, sys_flag, born_timestamp, born_host, store_timestamp, store_host,
+        reconsume_times, prepared_transaction_offset, body_len,
+    )
     return _EMPTY_BA.join(
         (fixed, body, _BYTE_PACK(topic_len), topic_b, _SHORT_PACK(props_len), props_b)
     )

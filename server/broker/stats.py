@@ -255,9 +255,19 @@ class BrokerStatsManager:
     def on_put(self, topic: str, msg_num: int, size: int) -> None:
         """A send stored ``msg_num`` messages (a batch counts each) of ``size`` bytes in total."""
         now = self._tick()
-        self._add(TOPIC_PUT_NUMS, topic, msg_num, now)
-        self._add(TOPIC_PUT_SIZE, topic, size, now)
-        self._add(BROKER_PUT_NUMS, self.cluster_name, msg_num, now)
+        sets = self._sets
+        # Per stored send: the items found by one lookup each, added in place (_add's work).
+        nums = sets[TOPIC_PUT_NUMS].get(topic)
+        sizes = sets[TOPIC_PUT_SIZE].get(topic)
+        broker = sets[BROKER_PUT_NUMS].get(self.cluster_name)
+        if nums is None or sizes is None or broker is None:
+            self._add(TOPIC_PUT_NUMS, topic, msg_num, now)
+            self._add(TOPIC_PUT_SIZE, topic, size, now)
+            self._add(BROKER_PUT_NUMS, self.cluster_name, msg_num, now)
+        else:
+            nums.add(msg_num, 1, now)
+            sizes.add(size, 1, now)
+            broker.add(msg_num, 1, now)
         self._put_times.total += msg_num
         self.put_message_size_total += size
 

@@ -41,7 +41,7 @@ from aiorocketmq.protocol.message import (
     PHYSICAL_OFFSET_POS,
     create_offset_msg_id,
     encode_properties,
-    encode_stored_record,
+    pack_stored_record,
     record_size,
     store_timestamp_pos,
 )
@@ -186,13 +186,11 @@ class CommitLog:
             sys_flag |= _BORN_V6
         if len(store_host) == 20:
             sys_flag |= _STORE_V6
-        record = encode_stored_record(
-            topic=topic_b, queue_id=inner.queue_id, flag=inner.flag, queue_offset=queue_offset,
-            physical_offset=phys, sys_flag=sys_flag, born_timestamp=inner.born_timestamp,
-            born_host=inner.born_host, store_timestamp=now_ms, store_host=store_host,
-            reconsume_times=inner.reconsume_times,
-            prepared_transaction_offset=inner.prepared_transaction_offset,
-            body=inner.body, properties=props_b,
+        # _prepare checked the lengths and the V6 bits are set above: the unchecked packer.
+        record = pack_stored_record(
+            topic_b, inner.queue_id, inner.flag, queue_offset, phys, sys_flag,
+            inner.born_timestamp, inner.born_host, now_ms, store_host, inner.reconsume_times,
+            inner.prepared_transaction_offset, inner.body, props_b,
         )
         mf.append(record)
         if counted:

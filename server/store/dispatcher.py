@@ -126,14 +126,24 @@ class Dispatcher:
 
     def dispatch(self, req: DispatchRequest) -> None:
         """Build the unit and index entries of one record. Raises OSError if a file cannot be created."""
-        tx = req.sys_flag & 0xC
-        if tx != _PREPARED and tx != _ROLLBACK:
-            cq = self._find_or_create_queue(req.topic, req.queue_id)
-            cq.put_unit(req.commit_log_offset, req.msg_size, req.tags_code, req.consume_queue_offset)
+        self.dispatch_record(req.topic, req.queue_id, req.commit_log_offset, req.msg_size,
+                             req.tags_code, req.store_timestamp, req.consume_queue_offset,
+                             req.keys, req.uniq_key, req.sys_flag)
+
+    def dispatch_record(self, topic: str, queue_id: int, commit_log_offset: int, msg_size: int,
+                        tags_code: int, store_timestamp: int, consume_queue_offset: int,
+                        keys: str | None, uniq_key: str | None, sys_flag: int) -> bool:
+        """``dispatch`` from the fields themselves (the put path: no request object per
+        message). Returns whether the record got a queue unit (``has_queue_unit``)."""
+        tx = sys_flag & 0xC
+        counted = tx != _PREPARED and tx != _ROLLBACK
+        if counted:
+            cq = self._find_or_create_queue(topic, queue_id)
+            cq.put_unit(commit_log_offset, msg_size, tags_code, consume_queue_offset)
         if self.index is not None and tx != _ROLLBACK:
-            self.index.build_index(req.topic, req.keys, req.uniq_key, req.commit_log_offset,
-                                   req.store_timestamp)
-        end = req.commit_log_offset + req.msg_size
+            self.index.build_index(topic, keys, uniq_key, commit_log_offset, store_timestamp)
+        end = commit_log_offset + msg_size
         if end > self.dispatched_offset:
             self.dispatched_offset = end
-            self.dispatched_timestamp = req.store_timestamp
+            self.dispatched_timestamp = store_timestamp
+        return counted

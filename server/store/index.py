@@ -57,6 +57,11 @@ INVALID_INDEX = 0
 _HEADER = struct.Struct(">qqqqii")
 _ENTRY = struct.Struct(">iqii")
 _I32 = struct.Struct(">i")
+_i32_at = _I32.unpack_from
+_i32_into = _I32.pack_into
+_entry_into = _ENTRY.pack_into
+_header_into = _HEADER.pack_into
+_crc32 = zlib.crc32
 CRC32_MAGIC = 0x43524331  # "CRC1" in entry 0's key-hash field: keys hashed by crc32_key_hash
 
 
@@ -124,31 +129,42 @@ class IndexFile:
 
     def put_key(self, key: str, phy_offset: int, store_timestamp: int) -> bool:
         """Add one entry; False when the file is full."""
-        if self.index_count >= self.index_num:
+        count = self.index_count
+        if count >= self.index_num:
             return False
         mm = self.mf.mm
-        key_hash = self.key_hash(key)
+        key_hash = (_crc32(key.encode("utf-8")) & 0x7FFFFFFF if self.key_hash is crc32_key_hash
+                    else self.key_hash(key))
         slot_pos = INDEX_HEADER_SIZE + (key_hash % self.hash_slot_num) * HASH_SLOT_SIZE
-        (slot_value,) = _I32.unpack_from(mm, slot_pos)
-        if slot_value <= INVALID_INDEX or slot_value > self.index_count:
+        slot_value = _i32_at(mm, slot_pos)[0]
+        if slot_value <= INVALID_INDEX or slot_value > count:
             slot_value = INVALID_INDEX
-        if self.index_count <= 1:
+        if count <= 1:
             # The first entry fixes the file's time base (upstream sets it after computing
             # timeDiff, which leaves the first entry's diff 0 all the same).
             self.begin_phy_offset = phy_offset
             self.begin_timestamp = store_timestamp
+        begin_ts = self.begin_timestamp
         time_diff = 0
-        if self.begin_timestamp > 0:
-            time_diff = min(max((store_timestamp - self.begin_timestamp) // 1000, 0), 0x7FFFFFFF)
-        entry_pos = self._entries_base + self.index_count * INDEX_SIZE
-        _ENTRY.pack_into(mm, entry_pos, key_hash, phy_offset, time_diff, slot_value)
-        _I32.pack_into(mm, slot_pos, self.index_count)
+        if begin_ts > 0:
+            time_diff = (store_timestamp - begin_ts) // 1000
+            if time_diff < 0:
+                time_diff = 0
+            elif time_diff > 0x7FFFFFFF:
+                time_diff = 0x7FFFFFFF
+        # Entry, slot, then header, in that order (as before): the header's count covers
+        # an entry only once the entry and its slot are written.
+        _entry_into(mm, self._entries_base + count * INDEX_SIZE, key_hash, phy_offset, time_diff,
+                    slot_value)
+        _i32_into(mm, slot_pos, count)
         if slot_value == INVALID_INDEX:
             self.hash_slot_count += 1
-        self.index_count += 1
+        count += 1
+        self.index_count = count
         self.end_phy_offset = phy_offset
         self.end_timestamp = store_timestamp
-        self._write_header()
+        _header_into(mm, 0, begin_ts, store_timestamp, self.begin_phy_offset, phy_offset,
+                     self.hash_slot_count, count)
         self.dirty = True
         return True
 

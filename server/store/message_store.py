@@ -96,7 +96,6 @@ from .config import CQ_STORE_UNIT_SIZE, MessageStoreConfig
 from .consume_queue import CQ_UNIT, ConsumeQueue
 from .dispatcher import (
     Dispatcher,
-    DispatchRequest,
     dispatch_request_from_record,
     parse_delay_levels,
 )
@@ -517,11 +516,11 @@ class MessageStore:
 
     def _dispatch_inner(self, inner: MessageExtBrokerInner, size: int) -> None:
         props = inner.properties
-        req = DispatchRequest(inner.topic, inner.queue_id, inner.commit_log_offset, size,
-                              inner.tags_code, inner.store_timestamp, inner.queue_offset,
-                              props.get(_KEYS), props.get(_UNIQ), inner.sys_flag)
-        self.dispatcher.dispatch(req)
-        if self._listener is not None and req.has_queue_unit:
+        unit = self.dispatcher.dispatch_record(
+            inner.topic, inner.queue_id, inner.commit_log_offset, size, inner.tags_code,
+            inner.store_timestamp, inner.queue_offset, props.get(_KEYS), props.get(_UNIQ),
+            inner.sys_flag)
+        if unit and self._listener is not None:
             try:
                 self._listener(inner.topic, inner.queue_id, inner.queue_offset + 1, inner.tags_code,
                                inner.store_timestamp, props)

@@ -72,6 +72,7 @@ _WAIT = MessageConst.PROPERTY_WAIT_STORE_MSG_OK
 _CLUSTER = MessageConst.PROPERTY_CLUSTER
 _TRAN_MSG = MessageConst.PROPERTY_TRANSACTION_PREPARED
 _PS = MessageConst.PROPERTY_SEPARATOR
+_NV = MessageConst.NAME_VALUE_SEPARATOR
 _RETRY_PREFIX = MixAll.RETRY_GROUP_TOPIC_PREFIX
 _RW = int(Perm.READ | Perm.WRITE)
 _WRITE = int(Perm.WRITE)  # tested as an int: Perm.writeable's Flag arithmetic is Python code
@@ -204,14 +205,23 @@ class SendMessageProcessor:
     def _send_single(self, channel: Channel, request: RemotingCommand,
                      header: SendMessageRequestHeader, tc: TopicConfig, queue_id: int,
                      response: RemotingCommand) -> RemotingCommand | Awaitable[RemotingCommand]:
-        props = decode_properties(header.properties or "")
-        props[_CLUSTER] = self._b.config.broker_cluster_name
+        raw = header.properties or ""
+        props = decode_properties(raw)
+        cluster = self._b.config.broker_cluster_name
+        canonical = _CLUSTER not in props and len(props) == raw.count(_PS) + 1
+        props[_CLUSTER] = cluster
         if _WAIT in props:
             # Upstream stores the string without WAIT (9 bytes saved per message) but keeps
             # WAIT in the map the store reads for SYNC_FLUSH.
             wait = props.pop(_WAIT)
-            stored = encode_properties(props)
+            stored = (_without_segment(raw, _WAIT + _NV + wait) if canonical else None)
+            if stored is None:
+                stored = encode_properties(props)
+            else:
+                stored = stored + _PS + _CLUSTER + _NV + cluster if stored else _CLUSTER + _NV + cluster
             props[_WAIT] = wait
+        elif canonical:
+            stored = raw + _PS + _CLUSTER + _NV + cluster
         else:
             stored = encode_properties(props)
         if props.get(_TRAN_MSG, "").lower() == "true" and self._b.config.reject_transaction_message:
@@ -338,6 +348,28 @@ def _fail_response(response: RemotingCommand, code: int, remark: str) -> Remotin
     response.code = code
     response.remark = remark
     return response
+
+
+def _without_segment(raw: str, segment: str) -> str | None:
+    """``raw`` without ``segment`` and its separator, or ``None`` if it is not a whole segment.
+
+    For a canonical properties string (each ``\x02``-separated segment one distinct
+    ``key\x01value`` pair, nothing empty: what ``encode_properties`` writes), this is
+    ``encode_properties`` of its map without that key, computed by slicing: the send
+    path's stored string without ``WAIT``, with no split and join per message.
+    """
+    n = len(segment)
+    if raw.startswith(segment):
+        if len(raw) == n:
+            return ""
+        if raw[n] == _PS:
+            return raw[n + 1:]
+    if raw.endswith(_PS + segment):
+        return raw[:-(n + 1)]
+    i = raw.find(_PS + segment + _PS)
+    if i < 0:
+        return None
+    return raw[:i] + raw[i + n + 1:]
 
 
 def _born_host(channel: Channel) -> bytes:
