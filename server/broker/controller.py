@@ -43,8 +43,8 @@ from collections.abc import Awaitable
 from pathlib import Path
 
 from aiorocketmq.logs import get_logger
-from aiorocketmq.protocol.channel import Channel
-from aiorocketmq.protocol.codes import ResponseCode
+from aiorocketmq.protocol.channel import Channel, Handler
+from aiorocketmq.protocol.codes import RequestCode, ResponseCode
 from aiorocketmq.protocol.command import RemotingCommand
 from aiorocketmq.protocol.tls import TlsConfig
 from aiorocketmq.protocol.validation import broker_validator, guard
@@ -88,6 +88,13 @@ from .transaction import (
 __all__ = ["BrokerController"]
 
 log = get_logger("aiorocketmq.broker")
+
+# Requests whose handling may auto-create a topic (sends, a send-back's retry or DLQ topic,
+# a heartbeat's retry topics): upstream registers with the nameservers before answering them.
+_MAY_CREATE_TOPIC = frozenset({
+    RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE,
+    RequestCode.SEND_REPLY_MESSAGE, RequestCode.SEND_REPLY_MESSAGE_V2,
+    RequestCode.CONSUMER_SEND_MSG_BACK, RequestCode.HEART_BEAT})
 
 
 async def _shutdown_step(what: str, step: Awaitable[object]) -> None:
@@ -214,6 +221,8 @@ class BrokerController:
                           EndTransactionProcessor(self, self.transactions),
                           ReplyMessageProcessor(self), self.schedule):
             for code, handler in processor.handlers().items():
+                if code in _MAY_CREATE_TOPIC:
+                    handler = self._answered_after_registration(handler)
                 self.server.register(code, guard(handler, validator, _log_refused))
         for table in (admin_broker.handlers(self), admin_group.handlers(self)):
             for code, handler in table.items():
@@ -245,6 +254,18 @@ class BrokerController:
         self._state = "running"
         log.info("broker.started", broker=c.broker_name, addr=c.broker_addr,
                  namesrv=c.namesrv_addr, metrics=self.metrics.address)
+
+    def _answered_after_registration(self, handler: Handler) -> Handler:
+        """``handler`` whose answer waits for the registration of a topic it auto-created
+        (``BrokerOuterAPI.after_registration``)."""
+        after = self.namesrv.after_registration
+
+        def answered(channel: Channel, request: RemotingCommand
+                     ) -> RemotingCommand | None | Awaitable[RemotingCommand | None]:
+            return after(handler(channel, request))
+
+        answered.__name__ = getattr(handler, "__name__", "answered")
+        return answered
 
     async def _start_ha(self, requested_port: int) -> None:
         sc = self.store_config

@@ -21,14 +21,20 @@ Contract (REMOTING.md 4.4, 4.11, 6.7, 6.9):
   serving while a nameserver is down.
 * ``request_register_oneway()`` may be called from plain handlers: it starts one task
   owned by this object (coalesced while one is pending); ``stop()`` awaits it.
+* ``after_registration(result)``: a handler's result held back until a pending oneway
+  registration has been written (at most ``registerBrokerTimeoutMills``), as upstream
+  registers inside the request that auto-created a topic (``registerBrokerAll(false, true,
+  true)`` waits on its latch before the send is answered). A client that asks the
+  nameserver for the route right after its first send then finds the new topic.
 """
 
 from __future__ import annotations
 
 import asyncio
+import inspect
 import ssl
 import zlib
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from aiorocketmq.client.remoting import RemotingClient
 from aiorocketmq.logs import get_logger
@@ -50,6 +56,8 @@ log = get_logger("aiorocketmq.broker.namesrv")
 
 FIRST_REGISTER_DELAY = 10.0  # BrokerController.start: scheduleAtFixedRate(..., 1000 * 10, period)
 ONEWAY_PERMIT_TIMEOUT = 3.0
+
+_Result = RemotingCommand | None | Awaitable[RemotingCommand | None]
 
 
 class BrokerOuterAPI:
@@ -140,6 +148,25 @@ class BrokerOuterAPI:
             self._oneway_again = True
             return
         self._oneway_task = asyncio.get_running_loop().create_task(self._oneway_routine())
+
+    def after_registration(self, result: _Result) -> _Result:
+        """``result`` unchanged when no oneway registration is pending, else an awaitable
+        that answers with it once the registration was written (module docstring)."""
+        task = self._oneway_task
+        if task is None:
+            return result
+        return self._answer_after(task, result)
+
+    async def _answer_after(self, task: asyncio.Task[None], result: _Result
+                            ) -> RemotingCommand | None:
+        try:
+            async with asyncio.timeout(self._config.register_broker_timeout_ms / 1000):
+                await asyncio.shield(task)
+        except TimeoutError:
+            log.warning("broker.register_slow", timeout_ms=self._config.register_broker_timeout_ms)
+        except Exception:
+            pass  # the routine logs its own failures; the answer goes out regardless
+        return await result if inspect.isawaitable(result) else result
 
     async def _oneway_routine(self) -> None:
         try:

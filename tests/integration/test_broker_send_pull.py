@@ -195,6 +195,19 @@ async def test_auto_create_via_tbw102_registers_route(
     assert r.code == ResponseCode.SUCCESS, r.remark
 
 
+async def test_auto_created_topic_routed_when_the_send_is_answered(
+        broker: ServerProcess, namesrv: ServerProcess, client: RemotingClient) -> None:
+    """As upstream (registerBrokerAll inside the send that created the topic), the route is
+    on the nameserver by the time the first send is answered: a producer or consumer that
+    looks it up at once finds it (a stock client's send + fetchPublishMessageQueues)."""
+    for i in range(20):
+        topic = f"RoutedAtOnce{i}"
+        r = await send(client, broker.address, topic, b"first", queue_id=0, queue_nums=4)
+        assert r.code == ResponseCode.SUCCESS, r.remark
+        found = await route(client, namesrv.address, topic)
+        assert found.code == ResponseCode.SUCCESS, (topic, found.remark)
+
+
 async def test_topic_not_exist_without_auto_create(
         tmp_path: Any, namesrv: ServerProcess, server_factory: Any, client: RemotingClient) -> None:
     from tests.procs import broker_process
