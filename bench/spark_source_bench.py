@@ -7,7 +7,10 @@ Starts a nameserver and a broker on 127.0.0.1 (or uses ``--name-server``), produ
 then times ``spark.read.format(...).load().write.format("noop")`` for both sources on a
 ``local[2]`` session, twice each, alternating, and ``df.write.format("rocketmq")`` of as
 many rows (``async=true``; ``--sink-messages 0`` skips it). Prints one line per run and
-the source's share of the in-memory source's rows/s (best runs).
+the source's share of the in-memory source's rows/s (median of the runs' ratios, and best
+runs). Each run also prints the CPU seconds it took in the broker (when the bench started
+it), the Spark JVM and its Python workers: on a shared two-core machine the wall-clock
+figures swing with other load, the CPU per row much less.
 
 ``--max-transfer-count`` sets the broker's ``maxTransferCountOnMessageInMemory`` (stock
 default 32 records per pull; a bulk reader gains from more).
@@ -20,6 +23,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import statistics
 import sys
 import tempfile
 import time
@@ -93,6 +97,60 @@ def _memory_source(n: int, size: int, partitions: int) -> Any:
     return Memory
 
 
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU of ``pid`` and its reaped children (0 when it is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rpartition(")")[2].split()
+    except OSError:
+        return 0.0
+    return sum(int(v) for v in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+
+
+def _spark_pids() -> tuple[list[int], list[int]]:
+    """The Spark JVM(s) this process started, and every process below them (the Python
+    daemons and workers); empty where /proc is not there."""
+    parent: dict[int, int] = {}
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return [], []
+    for name in names:
+        if name.isdigit():
+            try:
+                with open(f"/proc/{name}/stat") as f:
+                    parent[int(name)] = int(f.read().rpartition(")")[2].split()[1])
+            except OSError:
+                continue
+    jvms = [pid for pid, pp in parent.items() if pp == os.getpid()]
+    below: list[int] = []
+    todo = list(jvms)
+    while todo:
+        kids = [pid for pid, pp in parent.items() if pp in todo]
+        below += kids
+        todo = kids
+    return jvms, below
+
+
+class _CpuMeter:
+    """CPU seconds of the broker, the Spark JVM and its Python workers over one run."""
+
+    def __init__(self, broker_pid: int | None) -> None:
+        self.broker_pid = broker_pid
+
+    def sample(self) -> dict[str, float]:
+        jvms, workers = _spark_pids()
+        out = {"jvm": sum(_cpu_seconds(p) for p in jvms),
+               "python": sum(_cpu_seconds(p) for p in workers)}
+        if self.broker_pid is not None:
+            out["broker"] = _cpu_seconds(self.broker_pid)
+        return out
+
+    @staticmethod
+    def text(before: dict[str, float], after: dict[str, float]) -> str:
+        return ", ".join(f"{k} {after[k] - before.get(k, 0.0):.2f}" for k in after)
+
+
 def _time_noop(df: Any) -> float:
     t0 = time.perf_counter()
     df.write.format("noop").mode("overwrite").save()
@@ -125,6 +183,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
     procs = []
+    broker_pid: int | None = None
     name_server = args.name_server
     if name_server is None:
         from tests.procs import broker_process, namesrv_process
@@ -139,6 +198,7 @@ def main(argv: list[str] | None = None) -> int:
             "maxTransferBytesOnMessageInMemory": str(max(256 * 1024,
                                                          args.max_transfer_count * 1024))})
         procs.append(broker.start())
+        broker_pid = broker.pid
         name_server = ns.address
     try:
         if not args.skip_produce:
@@ -160,15 +220,21 @@ def main(argv: list[str] | None = None) -> int:
                .option("minPartitions", "4").load())
         mem = spark.read.format("bench_memory").load()
         count = rmq.count()  # warms the workers up, and the count is the row count
-        best = {"rocketmq": 0.0, "memory": 0.0}
+        mem.count()
+        meter = _CpuMeter(broker_pid)
+        rates: dict[str, list[float]] = {"rocketmq": [], "memory": []}
         for run in range(args.runs):
             for name, df, n in (("rocketmq", rmq, count), ("memory", mem, args.messages)):
+                before = meter.sample()
                 secs = _time_noop(df)
-                best[name] = max(best[name], n / secs)
+                rates[name].append(n / secs)
                 print(f"run {run} {name:<8} source: {n:>9} rows in {secs:6.2f} s = "
-                      f"{n / secs:>10,.0f} rows/s", flush=True)
-        print(f"rocketmq source at {100 * best['rocketmq'] / best['memory']:.1f}% of the "
-              f"in-memory source (best of {args.runs} runs each)")
+                      f"{n / secs:>10,.0f} rows/s (CPU s: "
+                      f"{meter.text(before, meter.sample())})", flush=True)
+        ratios = [r / m for r, m in zip(rates["rocketmq"], rates["memory"], strict=True)]
+        print(f"rocketmq source at {100 * statistics.median(ratios):.1f}% of the in-memory "
+              f"source (median of {args.runs} runs' ratios; best runs: "
+              f"{100 * max(rates['rocketmq']) / max(rates['memory']):.1f}%)")
         sink_n = args.messages if args.sink_messages is None else args.sink_messages
         if sink_n:
             secs = _time_sink(spark, name_server, args.topic + "Sink", sink_n, args.body_size)
