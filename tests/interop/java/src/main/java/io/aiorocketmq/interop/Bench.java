@@ -58,7 +58,18 @@ public final class Bench {
         return p;
     }
 
-    public static void main(String[] args) throws Exception {
+    /** Any failure ends the JVM with exit code 1: the client threads are not daemons, so a
+     * main that merely threw would leave the process running (and its caller waiting). */
+    public static void main(String[] args) {
+        try {
+            run(args);
+        } catch (Throwable t) {
+            t.printStackTrace();
+            System.exit(1);
+        }
+    }
+
+    private static void run(String[] args) throws Exception {
         Json.claimStdout();
         Options o = new Options(args);
         String namesrv = o.required("namesrv");
