@@ -126,6 +126,11 @@ class ConsumeOrderlyStatus(enum.Enum):
     SUSPEND_CURRENT_QUEUE_A_MOMENT = "SUSPEND_CURRENT_QUEUE_A_MOMENT"
 
 
+_CONSUME_SUCCESS = ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+_CONSUME_START = MessageConst.PROPERTY_CONSUME_START_TIMESTAMP
+_RETRY_TOPIC_KEY = MessageConst.PROPERTY_RETRY_TOPIC
+
+
 class ConsumeConcurrentlyContext:
     """Per-call context: set ``delay_level_when_next_consume`` (-1 DLQ, 0 broker decides,
     >0 a level) or ``ack_index`` (messages after it are retried) to steer retries."""
@@ -828,12 +833,16 @@ class PushConsumer:
         return await loop.run_in_executor(self._executor, listener, msgs, ctx)
 
     def _reset_retry_and_namespace(self, msgs: list[MessageExt]) -> None:
-        retry_topic = MixAll.retry_topic(self.group)
+        retry_topic: str | None = None
+        namespace = self.config.namespace
         for m in msgs:
-            real = m.properties.get(MessageConst.PROPERTY_RETRY_TOPIC)
-            if real is not None and m.topic == retry_topic:
-                m.topic = real
-            if self.config.namespace:
+            real = m.properties.get(_RETRY_TOPIC_KEY)
+            if real is not None:
+                if retry_topic is None:
+                    retry_topic = MixAll.retry_topic(self.group)
+                if m.topic == retry_topic:
+                    m.topic = real
+            if namespace:
                 m.topic = self.config.without_namespace(m.topic)
 
     async def _consume_concurrently(self, request: _ConsumeRequest) -> None:
@@ -849,10 +858,13 @@ class PushConsumer:
         began = time.monotonic()
         now = str(time.time_ns() // 1_000_000)
         for m in msgs:
-            m.properties[MessageConst.PROPERTY_CONSUME_START_TIMESTAMP] = now
+            m.properties[_CONSUME_START] = now
         raised = False
         try:
-            status = await self._call_listener(msgs, ctx)
+            if self._listener_is_async:  # awaited here: no _call_listener frame per call
+                status = await self._listener(msgs, ctx)  # type: ignore[misc]
+            else:
+                status = await self._call_listener(msgs, ctx)
         except asyncio.CancelledError:
             raise
         except Exception:
@@ -870,6 +882,15 @@ class PushConsumer:
             status = ConsumeConcurrentlyStatus.RECONSUME_LATER
         if pq.dropped:
             log.warning("client.push_consumer.dropped_after_consume", group=self.group, mq=str(mq))
+            return
+        if status is _CONSUME_SUCCESS and ctx.ack_index >= len(msgs) - 1 and msgs:
+            # Every message acknowledged (the usual case): nothing to send back, so the
+            # result is settled here without a coroutine (_process_concurrent_result's
+            # success branch).
+            self._consume_ok += len(msgs)
+            offset = pq.remove_message(msgs)
+            if offset >= 0 and not pq.dropped:
+                self.offset_store.update_offset(mq, offset, True)
             return
         await self._process_concurrent_result(status, ctx, request)
 
