@@ -189,8 +189,11 @@ class PullRequestHoldService:
         Without ``tags_code`` and ``properties`` (the periodic check) every pull behind
         ``max_offset`` is woken; its re-run then scans and filters what arrived.
         """
+        table = self._table
+        if not table:
+            return  # no pull parked anywhere: every put while producers outrun consumers
         key = f"{topic}@{queue_id}"
-        waiting = self._table.get(key)
+        waiting = table.get(key)
         if not waiting:
             return
         observe = self.wake_observer
