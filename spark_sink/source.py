@@ -475,7 +475,10 @@ class RocketMQBatchReader(DataSourceReader):
             planner.close()
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        assert isinstance(partition, QueueRangePartition)
+        if not isinstance(partition, QueueRangePartition):
+            # Nothing to read: for an empty partitions() list pyspark still runs one task,
+            # with a bare InputPartition(None) (plan_data_source_read).
+            return iter(())
         return read_partition(partition)
 
 

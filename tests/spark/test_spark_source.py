@@ -118,6 +118,11 @@ def test_batch_read_between_starting_and_ending_offsets(spark: Any, name_server:
     tagged = (spark.read.format("rocketmq").option("nameServer", name_server)
               .option("topic", topic).option("subExpression", "Other").load())
     assert tagged.count() == 0
+    # An empty plan (every queue from its end): pyspark still runs one read task, with a
+    # bare InputPartition(None), which reads nothing.
+    empty = (spark.read.format("rocketmq").option("nameServer", name_server)
+             .option("topic", topic).option("startingOffsets", "latest").load())
+    assert empty.collect() == []
 
 
 def test_sink_writes_rows_with_tags_keys_and_properties(spark: Any, name_server: str) -> None:
