@@ -107,6 +107,15 @@ def _cpu_seconds(pid: int) -> float:
     return sum(int(v) for v in fields[11:15]) / os.sysconf("SC_CLK_TCK")
 
 
+def _is_java(pid: int) -> bool:
+    """Whether ``pid`` runs java (not the nameserver or broker this bench started)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return b"java" in f.read().split(b"\0")[0]
+    except OSError:
+        return False
+
+
 def _spark_pids() -> tuple[list[int], list[int]]:
     """The Spark JVM(s) this process started, and every process below them (the Python
     daemons and workers); empty where /proc is not there."""
@@ -122,7 +131,7 @@ def _spark_pids() -> tuple[list[int], list[int]]:
                     parent[int(name)] = int(f.read().rpartition(")")[2].split()[1])
             except OSError:
                 continue
-    jvms = [pid for pid, pp in parent.items() if pp == os.getpid()]
+    jvms = [pid for pid, pp in parent.items() if pp == os.getpid() and _is_java(pid)]
     below: list[int] = []
     todo = list(jvms)
     while todo:
