@@ -58,7 +58,11 @@ Sink: columns ``body`` (or ``value``; binary or string, required), ``topic``, ``
 ``value``, ``topic``, ``tags``, ``keys``, ``properties`` and ``queueId`` is packed into the body
 as one map (binary as base64 and timestamps as ISO-8601 strings in JSON; decimals as exact
 strings; dates as ISO strings) and ``contentType`` names the codec, so ``Message.decode()``
-and the source with the same ``bodySchema`` read it back. Delivery is at least once;
+and the source with the same ``bodySchema`` read it back. Consecutive rows of one topic
+and queue go out as one SEND_BATCH_MESSAGE (up to 128 rows; each row its own message),
+rows with a delay level, a transaction flag or a body the producer compresses alone
+(``spark_sink.sink.batches``); ``async=true`` keeps up to ``maxInFlight`` requests in
+flight per task, ``async=false`` sends them one at a time in row order. Delivery is at least once;
 each message carries ``spark.queryId``, ``spark.batchId``, ``spark.partitionId`` and
 ``spark.rowIndex`` for deduplication downstream (``spark_sink.sink_mapping.dedup_key``).
 """
