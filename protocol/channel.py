@@ -64,6 +64,7 @@ from .errors import (
     RemotingTooMuchRequestError,
 )
 from .frame import DEFAULT_MAX_FRAME_LENGTH, FrameDecoder
+from .tls import TLS_SHUTDOWN_TIMEOUT
 
 __all__ = [
     "Channel",
@@ -454,7 +455,8 @@ class Channel(asyncio.Protocol):
                     await loop.create_connection(lambda: channel, host, port)
                 else:
                     await loop.create_connection(lambda: channel, host, port, ssl=ssl,
-                                                 server_hostname=host)
+                                                 server_hostname=host,
+                                                 ssl_shutdown_timeout=TLS_SHUTDOWN_TIMEOUT)
         except (OSError, TimeoutError) as exc:
             reason = f"no connection within {timeout}s" if isinstance(exc, TimeoutError) else exc
             raise RemotingConnectError(f"connect to {host}:{port} failed: {reason}") from exc

@@ -46,6 +46,7 @@ from aiorocketmq.logs import get_logger
 __all__ = [
     "DEFAULT_TLS_CONFIG_FILE",
     "TLS_HANDSHAKE_BYTE",
+    "TLS_SHUTDOWN_TIMEOUT",
     "TlsConfig",
     "TlsMode",
     "client_ssl_context",
@@ -55,6 +56,12 @@ log = get_logger("aiorocketmq.tls")
 
 DEFAULT_TLS_CONFIG_FILE = "/etc/rocketmq/tls.properties"
 TLS_HANDSHAKE_BYTE = 0x16  # NettyRemotingServer.HandshakeHandler.HANDSHAKE_MAGIC_CODE
+# How long closing a TLS connection waits for the peer's close_notify before dropping the
+# socket. Netty's SslHandler sends its own and does not wait for the peer's (its
+# closeNotifyReadTimeout is 0), so a stock peer never answers ours: asyncio's default of
+# 30 s made every close of a TLS connection to a stock server (a client's shutdown, a
+# broker's) take 30 s.
+TLS_SHUTDOWN_TIMEOUT = 1.0
 
 
 class TlsMode(enum.Enum):

@@ -25,7 +25,7 @@ import ssl
 from collections.abc import Callable
 
 from aiorocketmq.logs import get_logger
-from aiorocketmq.protocol.tls import TLS_HANDSHAKE_BYTE, TlsMode
+from aiorocketmq.protocol.tls import TLS_HANDSHAKE_BYTE, TLS_SHUTDOWN_TIMEOUT, TlsMode
 
 __all__ = ["TlsSniffingAcceptor"]
 
@@ -158,7 +158,8 @@ class TlsSniffingAcceptor(asyncio.AbstractServer):
             if use_tls:
                 await loop.connect_accepted_socket(
                     self._factory, sock=conn, ssl=self._ssl,
-                    ssl_handshake_timeout=self._handshake_timeout)
+                    ssl_handshake_timeout=self._handshake_timeout,
+                    ssl_shutdown_timeout=TLS_SHUTDOWN_TIMEOUT)
                 # Upstream's HandshakeHandler logs each TLS connection at info too.
                 log.info("remoting.tls_accepted", peer=peer)
             else:

@@ -92,7 +92,8 @@ async def test_our_client_with_tls_against_the_stock_servers(
         stock_namesrv: Callable[..., JavaServer], stock_broker: Callable[..., JavaServer]) -> None:
     ns = stock_namesrv()
     stock_broker(ns.address)
-    config = ClientConfig(use_tls=True, client_ip="127.0.0.1")
+    # The topic is created by the first send, after the consumer started: a short route poll.
+    config = ClientConfig(use_tls=True, client_ip="127.0.0.1", poll_name_server_interval_ms=1000)
     got: list[bytes] = []
     done = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -109,12 +110,20 @@ async def test_our_client_with_tls_against_the_stock_servers(
     consumer.register_message_listener(listener)
     await consumer.start()
     try:
-        async with Producer("TlsPG", ns.address, config=config) as producer:
+        # Deadlines on the closes: a stock server never answers our close_notify (Netty's
+        # SslHandler does not wait for one), which once made each close take asyncio's 30 s.
+        producer = Producer("TlsPG", ns.address, config=config)
+        await producer.start()
+        try:
             for i in range(5):
                 result = await producer.send(Message("TlsTopic", f"tls-{i}".encode()))
                 assert result.status == SendStatus.SEND_OK
+        finally:
+            async with asyncio.timeout(10):
+                await producer.shutdown()
         async with asyncio.timeout(60):
             await done.wait()
         assert sorted(got) == [f"tls-{i}".encode() for i in range(5)]
     finally:
-        await consumer.shutdown()
+        async with asyncio.timeout(10):
+            await consumer.shutdown()
