@@ -7,8 +7,8 @@ Contract:
   with the end of the offset window it was pulled for, and returns one
   ``pyarrow.RecordBatch`` in ``rows.arrow_schema(include_properties)`` order, or None
   when no record is kept. Kept are the records whose queue offset is below their window's
-  end and, with ``tags``, whose ``TAGS`` property is one of them (``RocketMQLink.read_window``
-  keeps the same). The rows are exactly those ``rows.RowBatchBuilder`` builds from
+  end and, with ``tags``, whose ``TAGS`` property is one of them (``RocketMQLink.read_window_raw``
+  pulls them). The rows are exactly those ``rows.RowBatchBuilder`` builds from
   ``decode_messages`` of the same bodies (``tests/unit/test_spark_columnar.py`` checks).
 * One Python step per record (the TOTALSIZE walk); every field is then read for all
   records at once: fixed fields by one numpy gather of the 88-byte heads, bodies and
@@ -427,7 +427,7 @@ class ColumnarDecoder:
         queue_offset = _field(head, 20, 8)
         per_window = counts
         past = queue_offset >= np.repeat(np.array(ends, dtype=np.int64), per_window)
-        # as read_window: a window's records stop at its first one past the window's end
+        # a window's records stop at its first one past the window's end
         seen = np.concatenate(([0], np.cumsum(past)))  # records past an end, among the first k
         window_start = np.cumsum(per_window) - per_window
         keep = seen[1:] == np.repeat(seen[window_start], per_window)

@@ -14,12 +14,13 @@ Contract:
   ``__exit__`` / ``close()``. The driver keeps one per reader for the life of the query;
   each executor ``read()`` / ``write()`` opens one and closes it before returning, so
   tasks keep no state between calls.
-* ``read_range`` pulls exactly ``[start, end)`` of one queue with non-suspending pulls
+* ``range_reader`` pulls exactly ``[start, end)`` of one queue with non-suspending pulls
   (PullSysFlag SUBSCRIPTION only: no COMMIT_OFFSET bit, so nothing is stored on the
-  broker), ``pipeline`` windows of ``batch`` offsets in flight at once, and hands back
-  messages in queue-offset order. Data loss (the queue's min offset moved past what the
-  range needs, or its max offset fell below it) raises ``DataLossError`` naming the queue
-  when ``fail_on_data_loss``, else skips what is gone and logs ``spark.data_loss``.
+  broker), ``pipeline`` windows of ``batch`` offsets in flight at once (``RangeReader``),
+  and hands back the undecoded bodies in queue-offset order. Data loss (the queue's min
+  offset moved past what the range needs, or its max offset fell below it) raises
+  ``DataLossError`` naming the queue when ``fail_on_data_loss``, else skips what is gone
+  and logs ``spark.data_loss``.
 
 Upstream: ``DefaultMQPullConsumerImpl.pullSyncImpl`` (pull flags, REMOTING.md 4.2),
 ``RebalanceImpl`` + ``AllocateMessageQueueAveragely`` (6.10), ``MQClientInstance``
@@ -54,14 +55,13 @@ from aiorocketmq.protocol.bodies import (
     SubscriptionData,
     build_subscription_data,
 )
-from aiorocketmq.protocol.codes import MessageConst, MixAll, Perm, PullSysFlag
+from aiorocketmq.protocol.codes import MixAll, Perm, PullSysFlag
 from aiorocketmq.protocol.errors import MQClientError, QueryNotFoundError, RemotingError
 from aiorocketmq.protocol.headers import (
     PullMessageRequestHeader,
     QueryConsumerOffsetRequestHeader,
     UpdateConsumerOffsetRequestHeader,
 )
-from aiorocketmq.protocol.message import MessageExt
 
 from .offsets import DataLossError, QueueKey
 from .rows import ARROW_BATCH_ROWS
@@ -69,13 +69,12 @@ from .rows import ARROW_BATCH_ROWS
 PulledWindow = tuple[bytes, int]  # a pull body (stored records) and its window's end
 
 __all__ = ["RocketMQLink", "BlockingLink", "RouteView", "RangeReader", "PulledWindow",
-           "DEFAULT_PIPELINE", "RAW_PIPELINE"]
+           "RAW_PIPELINE"]
 
 log = get_logger("aiorocketmq.spark")
 
 T = TypeVar("T")
 
-DEFAULT_PIPELINE = 4  # pull windows in flight per queue range
 RAW_PIPELINE = 16  # for RangeReader: 16 x 32 stored records, at most 16 x 256 KiB from a broker
 _HEARTBEAT_INTERVAL = 20.0  # seconds; the broker drops a client silent for 120 s (6.3)
 _SYSTEM_TOPIC = re.compile(r"^(%RETRY%|%DLQ%|rmq_sys_|RMQ_SYS_)|^(TBW102|SCHEDULE_TOPIC_XXXX|"
@@ -257,7 +256,7 @@ class RocketMQLink:
 
     async def _window_results(self, addr: str, key: QueueKey, start: int, end: int, *,
                               group: str, subscription: SubscriptionData,
-                              fail_on_data_loss: bool, decode: bool) -> list[PullResult]:
+                              fail_on_data_loss: bool) -> list[PullResult]:
         """The FOUND pull results covering queue offsets ``[start, end)``, in order (the
         last one may hold records past ``end``)."""
         found: list[PullResult] = []
@@ -270,7 +269,7 @@ class RocketMQLink:
                 suspend_timeout_millis=0, subscription=subscription.sub_string,
                 sub_version=0, expression_type=subscription.expression_type,
                 bname=key.broker_name)
-            result = await self.api.pull_message(addr, header, self.timeout, decode=decode)
+            result = await self.api.pull_message(addr, header, self.timeout, decode=False)
             status = result.status
             if status is PullStatus.FOUND:
                 found.append(result)
@@ -292,33 +291,15 @@ class RocketMQLink:
             cur = nxt
         return found
 
-    async def read_window(self, addr: str, key: QueueKey, start: int, end: int, *,
-                          group: str, subscription: SubscriptionData,
-                          fail_on_data_loss: bool) -> list[MessageExt]:
-        """Messages of ``key`` with queue offsets in ``[start, end)``, in order."""
-        out: list[MessageExt] = []
-        tags = set(subscription.tags_set) if subscription.tags_set else None
-        for result in await self._window_results(addr, key, start, end, group=group,
-                                                 subscription=subscription,
-                                                 fail_on_data_loss=fail_on_data_loss,
-                                                 decode=True):
-            for m in result.msg_found_list:
-                if m.queue_offset >= end:
-                    break
-                # The broker filters by tag hash only (REMOTING.md 4.2): re-check.
-                if tags is None or m.properties.get(MessageConst.PROPERTY_TAGS) in tags:
-                    out.append(m)
-        return out
-
     async def read_window_raw(self, addr: str, key: QueueKey, start: int, end: int, *,
                               group: str, subscription: SubscriptionData,
                               fail_on_data_loss: bool) -> list[PulledWindow]:
-        """``read_window`` with the records left as the broker sent them: each FOUND body
-        with ``end``; ``columnar.ColumnarDecoder`` drops the records at or past it and
-        re-checks the tags."""
+        """The FOUND bodies covering ``[start, end)``, each with ``end``, the records left as
+        the broker sent them: ``columnar.ColumnarDecoder`` drops the records at or past
+        ``end`` and re-checks the tags (the broker filters by tag hash only)."""
         results = await self._window_results(addr, key, start, end, group=group,
                                              subscription=subscription,
-                                             fail_on_data_loss=fail_on_data_loss, decode=False)
+                                             fail_on_data_loss=fail_on_data_loss)
         return [(r.body, end) for r in results if r.body is not None]
 
     @staticmethod
@@ -332,47 +313,13 @@ class RocketMQLink:
                     reason=why)
         return resume
 
-    async def read_range(self, addr: str, key: QueueKey, start: int, end: int, *,
-                         group: str, sub_expression: str, batch: int, fail_on_data_loss: bool,
-                         pipeline: int = DEFAULT_PIPELINE, expression_type: str = "TAG"
-                         ) -> Callable[[], Awaitable[list[MessageExt] | None]]:
-        """Prepare a reader of ``[start, end)``; each call of the result returns the next
-        messages (one pipeline's worth of windows), None when the range is done.
-        ``expression_type`` SQL92: the broker selects by the expression (no tag re-filter).
-
-        The min offset is checked first so that a range starting below it is reported
-        (or skipped) before any pull.
-        """
-        subscription = build_subscription_data(key.topic, sub_expression, expression_type)
-        min_offset = await self.api.get_min_offset(addr, _mq(key), self.timeout)
-        if start < min_offset:
-            start = self._lost(key, start, min(min_offset, end), fail_on_data_loss,
-                               f"below the queue's min offset {min_offset}")
-        cursor = start
-
-        async def next_chunk() -> list[MessageExt] | None:
-            nonlocal cursor
-            if cursor >= end:
-                return None
-            bounds = []
-            for _ in range(pipeline):
-                if cursor >= end:
-                    break
-                bounds.append((cursor, min(cursor + batch, end)))
-                cursor = bounds[-1][1]
-            parts = await asyncio.gather(*(
-                self.read_window(addr, key, s, e, group=group, subscription=subscription,
-                                 fail_on_data_loss=fail_on_data_loss) for s, e in bounds))
-            return [m for part in parts for m in part]
-
-        return next_chunk
-
     async def range_reader(self, addr: str, key: QueueKey, start: int, end: int, *,
                            group: str, sub_expression: str, batch: int,
                            fail_on_data_loss: bool, pipeline: int = RAW_PIPELINE,
                            expression_type: str = "TAG") -> RangeReader:
-        """A ``RangeReader`` of ``[start, end)`` (undecoded bodies, pulls kept in flight);
-        the min offset is checked first, as ``read_range``."""
+        """A ``RangeReader`` of ``[start, end)`` (undecoded bodies, pulls kept in flight).
+        The min offset is checked first so that a range starting below it is reported (or
+        skipped) before any pull."""
         subscription = build_subscription_data(key.topic, sub_expression, expression_type)
         min_offset = await self.api.get_min_offset(addr, _mq(key), self.timeout)
         if start < min_offset:
