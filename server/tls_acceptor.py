@@ -72,7 +72,16 @@ class TlsSniffingAcceptor(asyncio.AbstractServer):
         self._sniff_tasks: set[asyncio.Task[None]] = set()
 
     def bind(self) -> None:
-        sock = socket.create_server((self.host, self.port), backlog=self._backlog)
+        """Bind without listening: until ``start_serving`` a connection is refused, as with
+        ``loop.create_server(start_serving=False)`` (a broker opens its port only once its
+        store has recovered)."""
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind((self.host, self.port))
+        except BaseException:
+            sock.close()
+            raise
         sock.setblocking(False)
         self._sock = sock
         self.port = sock.getsockname()[1]
@@ -86,6 +95,7 @@ class TlsSniffingAcceptor(asyncio.AbstractServer):
 
     async def start_serving(self) -> None:
         if self._sock is not None and self._accept_task is None:
+            self._sock.listen(self._backlog)
             self._accept_task = asyncio.get_running_loop().create_task(
                 self._accept_routine(self._sock), name=f"accept {self.host}:{self.port}")
 
