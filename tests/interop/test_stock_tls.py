@@ -92,8 +92,7 @@ async def test_our_client_with_tls_against_the_stock_servers(
         stock_namesrv: Callable[..., JavaServer], stock_broker: Callable[..., JavaServer]) -> None:
     ns = stock_namesrv()
     stock_broker(ns.address)
-    # The topic is created by the first send, after the consumer started: a short route poll.
-    config = ClientConfig(use_tls=True, client_ip="127.0.0.1", poll_name_server_interval_ms=1000)
+    config = ClientConfig(use_tls=True, client_ip="127.0.0.1")
     got: list[bytes] = []
     done = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -104,23 +103,24 @@ async def test_our_client_with_tls_against_the_stock_servers(
             loop.call_soon_threadsafe(done.set)
         return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
 
+    # Deadlines on the closes: a stock server never answers our close_notify (Netty's
+    # SslHandler does not wait for one), which once made each close take asyncio's 30 s.
+    # The producer goes first, so that the consumer finds the topic's route at its start.
+    producer = Producer("TlsPG", ns.address, config=config)
+    await producer.start()
+    try:
+        for i in range(5):
+            result = await producer.send(Message("TlsTopic", f"tls-{i}".encode()))
+            assert result.status == SendStatus.SEND_OK
+    finally:
+        async with asyncio.timeout(10):
+            await producer.shutdown()
     consumer = PushConsumer("TlsCG", ns.address, config=config,
                             consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
     consumer.subscribe("TlsTopic", "*")
     consumer.register_message_listener(listener)
     await consumer.start()
     try:
-        # Deadlines on the closes: a stock server never answers our close_notify (Netty's
-        # SslHandler does not wait for one), which once made each close take asyncio's 30 s.
-        producer = Producer("TlsPG", ns.address, config=config)
-        await producer.start()
-        try:
-            for i in range(5):
-                result = await producer.send(Message("TlsTopic", f"tls-{i}".encode()))
-                assert result.status == SendStatus.SEND_OK
-        finally:
-            async with asyncio.timeout(10):
-                await producer.shutdown()
         async with asyncio.timeout(60):
             await done.wait()
         assert sorted(got) == [f"tls-{i}".encode() for i in range(5)]
