@@ -11,8 +11,9 @@ redelivery is allowed. The send modes and the pull consumer run in both header s
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -460,12 +461,13 @@ async def test_pull_consumer(stock: tuple[JavaServer, JavaServer], shared: tuple
             assert await c.fetch_consume_offset(mq, from_store=False) == n
 
 
-async def test_request_reply(stock: tuple[JavaServer, JavaServer]) -> None:
-    """RequestProducer.request(): our replier answers with create_reply_message + send_reply
-    through the stock broker's SEND_REPLY_MESSAGE_V2 -> PUSH_REPLY_MESSAGE_TO_CLIENT."""
-    ns, _ = stock
-    spec = Spec("OurRequest", 6)
-    responder = RequestProducer("PG-OurReplier", config=config(ns).replace(instance_name="replier"))
+@contextlib.asynccontextmanager
+async def our_replier(ns: JavaServer, topic: str, name: str, instance: str
+                      ) -> AsyncIterator[list[Event]]:
+    """Our replier on ``topic`` (push consumer ``CG-<name>``, reply producer ``PG-<name>``):
+    each request answered with create_reply_message(b"reply:" + body) + send_reply; yields
+    the requests it received, and shuts both down on exit."""
+    responder = RequestProducer(f"PG-{name}", config=config(ns).replace(instance_name=instance))
     requests: list[Event] = []
     loop = asyncio.get_running_loop()
 
@@ -477,19 +479,28 @@ async def test_request_reply(stock: tuple[JavaServer, JavaServer]) -> None:
         return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
 
     await responder.start()
-    replier = PushConsumer("CG-OurReplier", config=config(ns).replace(instance_name="replier"),
+    replier = PushConsumer(f"CG-{name}", config=config(ns).replace(instance_name=instance),
                            consume_from_where=FIRST)
-    replier.subscribe(spec.topic, "*")
+    replier.subscribe(topic, "*")
     replier.register_message_listener(answer)
-    await replier.start()
-    replies: list[MessageExt] = []
     try:
-        async with RequestProducer("PG-OurRequester", config=config(ns).replace(instance_name="requester")) as rp:
-            for i in spec.indexes:
-                replies.append(await rp.request(spec.message(i), 15.0))
+        await replier.start()
+        yield requests
     finally:
         await replier.shutdown()
         await responder.shutdown()
+
+
+async def test_request_reply(stock: tuple[JavaServer, JavaServer]) -> None:
+    """RequestProducer.request(): our replier answers with create_reply_message + send_reply
+    through the stock broker's SEND_REPLY_MESSAGE_V2 -> PUSH_REPLY_MESSAGE_TO_CLIENT."""
+    ns, _ = stock
+    spec = Spec("OurRequest", 6)
+    replies: list[MessageExt] = []
+    async with our_replier(ns, spec.topic, "OurReplier", "replier") as requests:
+        async with RequestProducer("PG-OurRequester", config=config(ns).replace(instance_name="requester")) as rp:
+            for i in spec.indexes:
+                replies.append(await rp.request(spec.message(i), 15.0))
     check_received(requests, spec)
     for i, reply in zip(spec.indexes, replies, strict=True):
         assert reply.body == b"reply:" + spec.body(i)
@@ -522,30 +533,10 @@ async def test_request_reply_with_a_stock_peer(stock: tuple[JavaServer, JavaServ
     spec = Spec(f"CrossRequest{requester}", 4)
     await create_topic(ns, spec.topic)
     if requester == "stock":
-        responder = RequestProducer("PG-CrossReplier", config=config(ns).replace(instance_name="xreplier"))
-        requests: list[Event] = []
-        loop = asyncio.get_running_loop()
-
-        def answer(msgs: list[MessageExt], ctx: Any) -> ConsumeConcurrentlyStatus:
-            for m in msgs:
-                requests.append(event_of(m))
-                reply = create_reply_message(m, b"reply:" + m.body)
-                asyncio.run_coroutine_threadsafe(responder.send_reply(reply), loop).result(10)
-            return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
-
-        await responder.start()
-        replier = PushConsumer("CG-CrossReplier", config=config(ns).replace(instance_name="xreplier"),
-                               consume_from_where=FIRST)
-        replier.subscribe(spec.topic, "*")
-        replier.register_message_listener(answer)
-        await replier.start()
-        try:
+        async with our_replier(ns, spec.topic, "CrossReplier", "xreplier") as requests:
             proc = java_driver("request-reply", namesrv=ns.address, role="requester", group="CG-CrossRequester",
                                request_timeout_ms=15000, timeout_ms=60000, **spec.driver_options())
             result = (await asyncio.to_thread(proc.wait, 90)).check()
-        finally:
-            await replier.shutdown()
-            await responder.shutdown()
         check_received(requests, spec)
         replies = result.of("reply")
         assert [e["requestIndex"] for e in replies] == list(spec.indexes), result.describe()
