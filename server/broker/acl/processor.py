@@ -71,12 +71,13 @@ class AclAdminProcessor:
             RequestCode.GET_BROKER_CLUSTER_ACL_CONFIG: self.get_broker_cluster_acl_config,
         }
 
-    def _change(self, request: RemotingCommand, failed: int,
-                change: Callable[[PlainPermissionManager], bool], refused_remark: str,
-                error_event: str | None = None, **fields: str) -> RemotingCommand | None:
+    def _change(self, channel: Channel, request: RemotingCommand, failed: int,
+                change: Callable[[PlainPermissionManager], bool], refused_remark: str, *,
+                error_event: str | None = None, done_event: str | None = None,
+                **fields: str) -> RemotingCommand:
         """Apply ``change`` to the manager: the ``failed`` response when it raises ``AclError``
-        (also when ACL is off; logged as ``error_event`` if given) or returns False; None when
-        it succeeded."""
+        (also when ACL is off; logged as ``error_event`` if given) or returns False; SUCCESS
+        (logged as ``done_event`` if given) when it succeeded."""
         try:
             if self.validator is None:
                 raise AclError(None)
@@ -87,7 +88,9 @@ class AclAdminProcessor:
             return request.create_response(failed, exc.message)
         if not ok:
             return request.create_response(failed, refused_remark)
-        return None
+        if done_event is not None:
+            log.info(done_event, **fields, peer=channel.remote_addr)
+        return request.create_response(ResponseCode.SUCCESS)
 
     def update_and_create_access_config(self, channel: Channel,
                                         request: RemotingCommand) -> RemotingCommand:
@@ -100,39 +103,28 @@ class AclAdminProcessor:
             default_group_perm=request.ext("defaultGroupPerm"),
             topic_perms=java_split(request.ext("topicPerms"), ","),
             group_perms=java_split(request.ext("groupPerms"), ","))
-        refused = self._change(
-            request, ResponseCode.UPDATE_AND_CREATE_ACL_CONFIG_FAILED,
+        return self._change(
+            channel, request, ResponseCode.UPDATE_AND_CREATE_ACL_CONFIG_FAILED,
             lambda manager: manager.update_access_config(config),
             f"The accesskey[{ak}] corresponding to accessConfig has been updated failed.",
-            "acl.update_failed", access_key=ak)
-        if refused is not None:
-            return refused
-        log.info("acl.account_updated", access_key=ak, peer=channel.remote_addr)
-        return request.create_response(ResponseCode.SUCCESS)
+            error_event="acl.update_failed", done_event="acl.account_updated", access_key=ak)
 
     def delete_access_config(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         ak = _required(request, "accessKey")
-        refused = self._change(
-            request, ResponseCode.DELETE_ACL_CONFIG_FAILED,
+        return self._change(
+            channel, request, ResponseCode.DELETE_ACL_CONFIG_FAILED,
             lambda manager: manager.delete_access_config(ak),
             f"The accesskey[{ak}] corresponding to accessConfig has been deleted failed.",
-            "acl.delete_failed", access_key=ak)
-        if refused is not None:
-            return refused
-        log.info("acl.account_deleted", access_key=ak, peer=channel.remote_addr)
-        return request.create_response(ResponseCode.SUCCESS)
+            error_event="acl.delete_failed", done_event="acl.account_deleted", access_key=ak)
 
     def update_global_white_addrs_config(self, channel: Channel,
                                          request: RemotingCommand) -> RemotingCommand:
         addrs = _required(request, "globalWhiteAddrs")
-        refused = self._change(
-            request, ResponseCode.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG_FAILED,
+        return self._change(
+            channel, request, ResponseCode.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG_FAILED,
             lambda manager: manager.update_global_white_addrs_config(
                 java_split(addrs, ","), request.ext("aclFileFullPath")),
             f"The globalWhiteAddresses[{addrs}] has been updated failed.")
-        if refused is not None:
-            return refused
-        return request.create_response(ResponseCode.SUCCESS)
 
     def get_broker_acl_config_version(self, channel: Channel,
                                       request: RemotingCommand) -> RemotingCommand | None:
