@@ -210,20 +210,21 @@ class SendMessageProcessor:
         cluster = self._b.config.broker_cluster_name
         canonical = _CLUSTER not in props and len(props) == raw.count(_PS) + 1
         props[_CLUSTER] = cluster
-        if _WAIT in props:
-            # Upstream stores the string without WAIT (9 bytes saved per message) but keeps
-            # WAIT in the map the store reads for SYNC_FLUSH.
-            wait = props.pop(_WAIT)
-            stored = (_without_segment(raw, _WAIT + _NV + wait) if canonical else None)
-            if stored is None:
-                stored = encode_properties(props)
-            else:
-                stored = stored + _PS + _CLUSTER + _NV + cluster if stored else _CLUSTER + _NV + cluster
-            props[_WAIT] = wait
-        elif canonical:
-            stored = raw + _PS + _CLUSTER + _NV + cluster
+        # Upstream stores the string without WAIT (9 bytes saved per message) but keeps
+        # WAIT in the map the store reads for SYNC_FLUSH.
+        wait = props.pop(_WAIT, None)
+        if not canonical:
+            base = None
+        elif wait is None:
+            base = raw
         else:
+            base = _without_segment(raw, _WAIT + _NV + wait)
+        if base is None:
             stored = encode_properties(props)
+        else:  # encode_properties(props) by slicing: CLUSTER is the last key added
+            stored = f"{base}{_PS}{_CLUSTER}{_NV}{cluster}" if base else f"{_CLUSTER}{_NV}{cluster}"
+        if wait is not None:
+            props[_WAIT] = wait
         if props.get(_TRAN_MSG, "").lower() == "true" and self._b.config.reject_transaction_message:
             return _fail_response(response, ResponseCode.NO_PERMISSION,
                                   f"the broker[{self._b.config.broker_ip1}] sending transaction "
