@@ -43,13 +43,6 @@ _LANG_BY_NAME = {lc.name: lc for lc in LanguageCode}
 _JSON = SerializeType.JSON
 _new_command = object.__new__
 _str_type = str
-
-
-def _all_str(values: Any) -> bool:
-    for v in values:
-        if type(v) is not _str_type:
-            return False
-    return True
 _RESPONSE_FLAG = int(RpcFlag.RESPONSE)
 _encode_str = json.encoder.encode_basestring  # type: ignore[attr-defined]  # "..." with escapes, non-ASCII raw
 _json_loads = json.loads
@@ -62,6 +55,13 @@ _scan_once = json.decoder.JSONDecoder().scan_once  # type: ignore[attr-defined]
 # key already written as JSON (``"key":``), so a header costs one escape per value.
 _order_cache: dict[tuple[str, ...], list[tuple[str, str]]] = {}
 _LANG_NAME_BY_VALUE = {lc.value: lc.name for lc in LanguageCode}
+
+
+def _all_str(values: Any) -> bool:
+    for v in values:
+        if type(v) is not _str_type:
+            return False
+    return True
 
 
 def _json_key_order(ef: dict[str, str]) -> list[tuple[str, str]]:

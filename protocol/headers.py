@@ -1538,7 +1538,7 @@ def _send_v2_fast(ext: Mapping[str, str]) -> SendMessageRequestHeader | None:
     if (d is None or e is None or f is None or g is None or h is None
             or not (0 < len(d) < 10 and 0 < len(e) < 10 and 0 < len(f) < 10
                     and 0 < len(h) < 10 and 0 < len(g) < 19)
-            or not (d + e + f + h + g).isdigit() or not (d + e + f + h + g).isascii()
+            or not ((digits := d + e + f + h + g).isdigit() and digits.isascii())
             or (j is not None and not (0 < len(j) < 10 and j.isdigit() and j.isascii()))
             or (l_ is not None and not (0 < len(l_) < 10 and l_.isdigit() and l_.isascii()))):
         return None

@@ -278,15 +278,14 @@ class RequestValidator:
     @staticmethod
     def _text_remark(ext: Mapping[str, Any]) -> str | None:
         """The remark for the first header key or value that is not UTF-8 text."""
-        if ext:
-            for key, value in ext.items():
-                problem = text_problem(key)
+        for key, value in ext.items():
+            problem = text_problem(key)
+            if problem is not None:
+                return f"a header field name {problem}"
+            if isinstance(value, str):
+                problem = text_problem(value)
                 if problem is not None:
-                    return f"a header field name {problem}"
-                if isinstance(value, str):
-                    problem = text_problem(value)
-                    if problem is not None:
-                        return f"header field {key} {problem}"
+                    return f"header field {key} {problem}"
         return None
 
 
