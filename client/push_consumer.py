@@ -888,9 +888,7 @@ class PushConsumer:
             # result is settled here without a coroutine (_process_concurrent_result's
             # success branch).
             self._consume_ok += len(msgs)
-            offset = pq.remove_message(msgs)
-            if offset >= 0 and not pq.dropped:
-                self.offset_store.update_offset(mq, offset, True)
+            self._settle(pq, mq, msgs)
             return
         await self._process_concurrent_result(status, ctx, request)
 
@@ -923,9 +921,13 @@ class PushConsumer:
         if failed:
             self._later(CONSUME_REQUEST_LATER, self._enqueue_consume,
                         _ConsumeRequest(failed, request.pq, request.mq))
-        offset = request.pq.remove_message(done)
-        if offset >= 0 and not request.pq.dropped:
-            self.offset_store.update_offset(request.mq, offset, True)
+        self._settle(request.pq, request.mq, done)
+
+    def _settle(self, pq: ProcessQueue, mq: MessageQueue, done: list[MessageExt]) -> None:
+        """``done`` leaves the process queue; the queue's consume offset moves to what is left."""
+        offset = pq.remove_message(done)
+        if offset >= 0 and not pq.dropped:
+            self.offset_store.update_offset(mq, offset, True)
 
     @property
     def effective_max_reconsume_times(self) -> int:
