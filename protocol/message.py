@@ -144,6 +144,8 @@ _BATCH_MIN = _BATCH_HEAD.size + 2
 
 _NV = MessageConst.NAME_VALUE_SEPARATOR
 _PS = MessageConst.PROPERTY_SEPARATOR
+_EMPTY_VALUE = _NV + _PS  # "k\x01" then the next segment
+_EMPTY_KEY = _PS + _NV  # a segment that starts with \x01
 _UNIQ_KEY = MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX
 _SYSTEM_KEYS = MessageConst.SYSTEM_KEYS
 _EMPTY_BA = bytearray()
@@ -183,14 +185,15 @@ def decode_properties(s: str) -> dict[str, str]:
     if not s:
         return {}
     # The common case in C: every segment is key\x01value with both non-empty (dict()
-    # keeps the first place and the last value of a repeated key, as the loop below).
+    # keeps the first place and the last value of a repeated key, as the loop below). An
+    # empty key or value is looked for in ``s``, not in the dict: a dropped "k\x01" before
+    # a valid "k\x01v" would otherwise give k the dropped segment's place.
+    if s[0] == _NV or s[-1] == _NV or _EMPTY_VALUE in s or _EMPTY_KEY in s:
+        return _decode_properties_loop(s)
     try:
-        result = dict([seg.split(_NV, 1) for seg in s.split(_PS)])
+        return dict([seg.split(_NV, 1) for seg in s.split(_PS)])
     except ValueError:  # a segment without \x01
         return _decode_properties_loop(s)
-    if "" in result or "" in result.values():
-        return _decode_properties_loop(s)
-    return result
 
 
 def _decode_properties_loop(s: str) -> dict[str, str]:

@@ -8,7 +8,7 @@ import zlib
 from collections.abc import Iterator
 
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
 from aiorocketmq.protocol.codes import MessageConst, MessageSysFlag
@@ -845,6 +845,8 @@ def test_a_unique_key_is_not_an_offset_msg_id() -> None:
 
 @settings(max_examples=500)
 @given(st.text(alphabet=st.sampled_from("ab\x01\x02é "), max_size=24))
+@example("A\x01\x02AA\x01A\x02A\x01A")  # a dropped "A\x01" first: A's place is after AA
+@example("\x01a\x02b\x01c\x02a\x01d")
 def test_decode_properties_fast_path_is_the_loop(s: str) -> None:
     """The dict(split) fast path gives the segment loop's map, order included."""
     from aiorocketmq.protocol.message import _decode_properties_loop
