@@ -14,6 +14,11 @@ Contract:
   records at once: fixed fields by one numpy gather of the 88-byte heads, bodies and
   property strings as byte slices joined into Arrow buffers, properties split on their
   ``\\x01`` / ``\\x02`` separators with numpy. No ``MessageExt`` is built.
+* Where the C extension ``_records`` (``spark_sink/_records.c``, built by pip from
+  source; optional) is there, it does all of the above in one pass over the records and
+  hands back Arrow buffers, and the numpy path is not used (``native=False`` forces it:
+  the tests run both on the same records). A repeated property key of any length is
+  merged there.
 * Whatever this path does not read itself falls back, for the whole call, to the
   per-message path (``decode_messages`` + ``RowBatchBuilder``), which gives the same rows
   or raises the same ``MessageDecodeError``: v2 records, IPv6 hosts, compressed bodies
@@ -40,7 +45,14 @@ if TYPE_CHECKING:
     import pyarrow as pa
     from numpy.typing import NDArray
 
-__all__ = ["ColumnarDecoder"]
+__all__ = ["ColumnarDecoder", "NATIVE"]
+
+try:
+    from . import _records
+except ImportError:  # built without a C compiler: the numpy path
+    _records = None  # type: ignore[assignment]
+
+NATIVE = _records is not None  # whether the C record decoder is there
 
 
 _HEAD_SIZE = 88  # TOTALSIZE .. BODY length of a v1 record with IPv4 hosts
@@ -49,6 +61,7 @@ _INT_UNPACK = Struct(">i").unpack_from
 _NOT_FAST = (MessageSysFlag.BORNHOST_V6_FLAG | MessageSysFlag.STOREHOSTADDRESS_V6_FLAG
              | MessageSysFlag.COMPRESSED_FLAG)
 _HEX = np.frombuffer(b"0123456789ABCDEF", dtype=np.uint8)
+_MAX_MS = (2**63 - 1) // 1000  # the largest millisecond time a microsecond int64 holds
 _MASKED_MAX = 1024  # longest value gathered as masked rows (see ``_gather``)
 _TAGS = MessageConst.PROPERTY_TAGS
 _KEYS = MessageConst.PROPERTY_KEYS
@@ -309,19 +322,23 @@ class _Properties:
 class ColumnarDecoder:
     """Pull bodies -> one Arrow batch per ``decode`` call (see the module docstring)."""
 
-    __slots__ = ("broker_name", "include_properties", "tags", "schema", "fallbacks")
+    __slots__ = ("broker_name", "include_properties", "tags", "schema", "fallbacks", "native")
 
     def __init__(self, broker_name: str, include_properties: bool,
-                 tags: frozenset[str] | None = None) -> None:
+                 tags: frozenset[str] | None = None, *, native: bool = NATIVE) -> None:
+        if native and not NATIVE:
+            raise RuntimeError("aiorocketmq.spark_sink._records is not built "
+                               "(pip install builds it where a C compiler is found)")
         self.broker_name = broker_name
         self.include_properties = include_properties
         self.tags = tags or None
         self.schema = arrow_schema(include_properties)
         self.fallbacks = 0  # calls that took the per-message path
+        self.native = native
 
     def decode(self, windows: Sequence[PulledWindow]) -> pa.RecordBatch | None:
         try:
-            batch = self._fast(windows)
+            batch = self._native(windows) if self.native else self._fast(windows)
         except _Fallback:
             self.fallbacks += 1
             batch = self._per_message(windows)
@@ -339,6 +356,73 @@ class ColumnarDecoder:
                 if tags is None or m.properties.get(_TAGS) in tags:
                     builder.add(m)
         return builder.flush() if builder.rows else None
+
+    # -- the C path ---------------------------------------------------------------------
+
+    def _native(self, windows: Sequence[PulledWindow]) -> pa.RecordBatch | None:
+        import pyarrow as pa
+
+        assert _records is not None
+        got = _records.scan(windows if isinstance(windows, list) else list(windows),
+                            self.include_properties)
+        if got is None:
+            raise _Fallback("records the C decoder leaves to the per-message path")
+        n, fixed, topic, msg_id, tags, keys, body, host, props = got
+        if not n:
+            return None
+        buf = pa.py_buffer
+
+        def strings(col: tuple[bytes, bytes], kind: pa.DataType = pa.string()) -> pa.Array:
+            return pa.Array.from_buffers(kind, n, [None, buf(col[0]), buf(col[1])])
+
+        def nullable(col: tuple[bytes | None, int, bytes, bytes]) -> pa.Array:
+            valid, nulls, offsets, data = col
+            return pa.Array.from_buffers(pa.string(), n, [None if valid is None else buf(valid),
+                                                          buf(offsets), buf(data)],
+                                         null_count=nulls)
+
+        qid, qoff, born, store, recon = fixed
+        ts = pa.timestamp("us", tz="UTC")
+        tags_col = nullable(tags)
+        columns = [
+            strings(topic),
+            _repeat_string(self.broker_name, n),
+            pa.Array.from_buffers(pa.int32(), n, [None, buf(qid)]),
+            pa.Array.from_buffers(pa.int64(), n, [None, buf(qoff)]),
+            strings(msg_id),
+            tags_col,
+            nullable(keys),
+            strings(body, pa.binary()),
+            pa.Array.from_buffers(ts, n, [None, buf(born)]),
+            pa.Array.from_buffers(ts, n, [None, buf(store)]),
+            strings(host),
+            pa.Array.from_buffers(pa.int32(), n, [None, buf(recon)]),
+        ]
+        if props is not None:
+            entries, key_offsets, key_data, value_offsets, value_data = props
+            m = len(key_offsets) // 4 - 1
+            columns.append(pa.MapArray.from_arrays(
+                pa.Array.from_buffers(pa.int32(), n + 1, [None, buf(entries)]),
+                pa.Array.from_buffers(pa.string(), m, [None, buf(key_offsets), buf(key_data)]),
+                pa.Array.from_buffers(pa.string(), m, [None, buf(value_offsets),
+                                                       buf(value_data)])))
+        batch = pa.RecordBatch.from_arrays(columns, schema=self.schema)
+        return self._filter_tags(batch, tags_col)
+
+    def _filter_tags(self, batch: pa.RecordBatch, tags: pa.Array,
+                     keep: NDArray[np.bool_] | None = None) -> pa.RecordBatch:
+        """``batch`` without the rows whose tag is not one of ``self.tags`` (with a
+        ``tags`` filter) or whose ``keep`` is False."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        if self.tags is not None:
+            wanted = np.asarray(pc.fill_null(pc.is_in(tags, pa.array(sorted(self.tags),
+                                                                     pa.string())), False))
+            keep = wanted if keep is None else keep & wanted
+        if keep is None or keep.all():
+            return batch
+        return batch.filter(pa.array(keep))
 
     # -- the columnar path ---------------------------------------------------------------
 
@@ -387,7 +471,6 @@ class ColumnarDecoder:
 
     def _fast(self, windows: Sequence[PulledWindow]) -> pa.RecordBatch | None:
         import pyarrow as pa
-        import pyarrow.compute as pc
 
         starts, counts, strides = self._starts(windows)
         n = len(starts)
@@ -434,9 +517,6 @@ class ColumnarDecoder:
         props = _Properties(buf, a, props_start, props_len,
                             merge_repeats=self.include_properties)
         tags = props.string_column(_TAGS)
-        if self.tags is not None:
-            keep &= np.asarray(pc.fill_null(pc.is_in(tags, pa.array(sorted(self.tags),
-                                                                     pa.string())), False))
 
         uniq_start, uniq_len, has_uniq = props.column(_UNIQ_KEY)
         if has_uniq.all():
@@ -473,6 +553,9 @@ class ColumnarDecoder:
             topic = _string_array(pa.string(), topic_len,
                                   _gather(buf, a, topic_start, topic_len))
 
+        born, store = _field(head, 40, 8), _field(head, 56, 8)
+        if ((np.abs(born) > _MAX_MS) | (np.abs(store) > _MAX_MS)).any():
+            raise _Fallback("a timestamp past int64 microseconds")
         ts = pa.timestamp("us", tz="UTC")
         columns = [
             topic,
@@ -483,14 +566,12 @@ class ColumnarDecoder:
             tags,
             props.string_column(_KEYS),
             _string_array(pa.binary(), body_len, _gather(buf, a, body_start, body_len)),
-            pa.array(_field(head, 40, 8) * 1000).view(ts),  # pa.array(x, ts) is 500x slower
-            pa.array(_field(head, 56, 8) * 1000).view(ts),
+            pa.array(born * 1000).view(ts),  # pa.array(x, ts) is 500x slower
+            pa.array(store * 1000).view(ts),
             _hosts(head[:, 48:56]),
             pa.array(_field(head, 72, 4).astype(np.int32)),
         ]
         if self.include_properties:
             columns.append(props.map_column())
-        batch = pa.RecordBatch.from_arrays(columns, schema=self.schema)
-        if not keep.all():
-            batch = batch.filter(pa.array(keep))
-        return batch
+        return self._filter_tags(pa.RecordBatch.from_arrays(columns, schema=self.schema),
+                                 tags, keep)
