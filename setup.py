@@ -1,13 +1,22 @@
-"""The one compiled part of aiorocketmq; everything else is in pyproject.toml.
+"""The compiled parts of aiorocketmq; everything else is in pyproject.toml.
 
-``aiorocketmq.spark_sink._records`` (spark_sink/_records.c) decodes the Spark source's
-pull bodies into Arrow buffers. It is optional: where no C compiler is found pip goes on
-without it and ``spark_sink/columnar.py`` decodes with numpy; tests/unit/test_spark_columnar.py
-runs both on the same records.
+Two C decoders of stored message records, both optional: where no C compiler is found pip
+goes on without them and the Python code they speed up runs instead (the tests run both
+on the same records).
+
+* ``aiorocketmq.protocol._message`` (protocol/_message.c): pull bodies into ``MessageExt``
+  objects for ``protocol.message.decode_messages`` (tests/unit/test_message_native.py).
+* ``aiorocketmq.spark_sink._records`` (spark_sink/_records.c): the Spark source's pull
+  bodies into Arrow buffers (``spark_sink/columnar.py``; tests/unit/test_spark_columnar.py).
 """
 
 from setuptools import Extension, setup
 
-setup(ext_modules=[Extension("aiorocketmq.spark_sink._records", ["spark_sink/_records.c"],
-                             extra_compile_args=["-O2"],
-                             optional=True)])
+# Both read stored records with the checks of protocol/_stored_record.h.
+_COMMON = {"include_dirs": ["protocol"], "depends": ["protocol/_stored_record.h"],
+           "extra_compile_args": ["-O2"], "optional": True}
+
+setup(ext_modules=[
+    Extension("aiorocketmq.protocol._message", ["protocol/_message.c"], **_COMMON),
+    Extension("aiorocketmq.spark_sink._records", ["spark_sink/_records.c"], **_COMMON),
+])

@@ -38,6 +38,11 @@ from .codes import MessageConst, MessageSysFlag
 from .errors import MQClientError, ProtocolError, RocketMQError
 from .javautil import java_string_hash
 
+try:
+    from ._message import decode_records as _decode_records
+except ImportError:  # built without a C compiler: decode_messages reads records in Python
+    _decode_records = None  # type: ignore[assignment]
+
 __all__ = [
     "MESSAGE_MAGIC_CODE",
     "MESSAGE_MAGIC_CODE_V2",
@@ -905,10 +910,22 @@ def decode_message(
 def decode_messages(buf: Any, *, decompress: bool = True) -> list[MessageExt]:
     """Every record of a pull / query / view body, back to back to the exact end.
 
+    Bodies of common records (v1, IPv4 hosts, no compressed body, UTF-8 text) are read by
+    the C decoder ``_message`` where it is built; the rest here, with the same result.
+
     Raises:
         MessageDecodeError: any record is bad (``MessageDecoder.decodes`` would silently
             drop it and everything after it; we refuse the whole body).
     """
+    if _decode_records is not None:
+        decoded = _decode_records(buf, MessageExt)
+        if decoded is not None:
+            return decoded
+    return _decode_messages_py(buf, decompress=decompress)
+
+
+def _decode_messages_py(buf: Any, *, decompress: bool = True) -> list[MessageExt]:
+    """``decode_messages`` in Python (what the C decoder leaves, and its reference)."""
     out: list[MessageExt] = []
     append = out.append
     pos = 0

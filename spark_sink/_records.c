@@ -37,13 +37,8 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
-#include <stdint.h>
-#include <string.h>
+#include "_stored_record.h"  /* protocol/: the record checks shared with protocol/_message.c */
 
-#define MAGIC_V1 ((int32_t)0xDAA320A7)
-#define HEAD 88             /* TOTALSIZE .. BODYLEN of a v1 record with IPv4 hosts */
-#define MIN_RECORD 91       /* + topic length byte + properties length short */
-#define NOT_FAST_FLAGS (0x1 | 0x10 | 0x20)  /* COMPRESSED, BORNHOST_V6, STOREHOSTADDRESS_V6 */
 #define MAX_COLUMN 0x7FFFFFFFLL
 
 typedef struct { char *p; Py_ssize_t len, cap; } Buf;
@@ -63,54 +58,6 @@ static inline int buf_put(Buf *b, const void *src, Py_ssize_t n) {
     if (n) memcpy(b->p + b->len, src, (size_t)n);
     b->len += n;
     return 0;
-}
-
-static inline int32_t be32(const unsigned char *p) {
-    return (int32_t)((uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3]);
-}
-
-static inline int64_t be64(const unsigned char *p) {
-    return (int64_t)((uint64_t)(uint32_t)be32(p) << 32 | (uint32_t)be32(p + 4));
-}
-
-/* Strict UTF-8, as Python's decoder: no overlong forms, no surrogates, <= U+10FFFF. */
-static int utf8_ok(const unsigned char *s, Py_ssize_t n) {
-    Py_ssize_t i = 0;
-    while (i < n) {
-        unsigned char c = s[i];
-        if (c < 0x80) {
-            i++;
-            while (i + 8 <= n) {  /* ASCII, 8 bytes at a time */
-                uint64_t w;
-                memcpy(&w, s + i, 8);
-                if (w & 0x8080808080808080ULL) break;
-                i += 8;
-            }
-            continue;
-        }
-        if (c >= 0xC2 && c <= 0xDF) {
-            if (i + 1 >= n || (s[i + 1] & 0xC0) != 0x80) return 0;
-            i += 2;
-        } else if (c >= 0xE0 && c <= 0xEF) {
-            if (i + 2 >= n) return 0;
-            unsigned char c1 = s[i + 1];
-            if (c == 0xE0 && (c1 < 0xA0 || c1 > 0xBF)) return 0;
-            if (c == 0xED && (c1 < 0x80 || c1 > 0x9F)) return 0;
-            if ((c1 & 0xC0) != 0x80 || (s[i + 2] & 0xC0) != 0x80) return 0;
-            i += 3;
-        } else if (c >= 0xF0 && c <= 0xF4) {
-            if (i + 3 >= n) return 0;
-            unsigned char c1 = s[i + 1];
-            if (c == 0xF0 && (c1 < 0x90 || c1 > 0xBF)) return 0;
-            if (c == 0xF4 && (c1 < 0x80 || c1 > 0x8F)) return 0;
-            if ((c1 & 0xC0) != 0x80 || (s[i + 2] & 0xC0) != 0x80 || (s[i + 3] & 0xC0) != 0x80)
-                return 0;
-            i += 4;
-        } else {
-            return 0;
-        }
-    }
-    return 1;
 }
 
 /* One property: key and value inside the record's properties string. */
@@ -171,34 +118,24 @@ static const Prop *find_prop(const Prop *ps, Py_ssize_t n, const char *key, Py_s
 /* Splits one record's properties (``decode_properties``) into out->props. */
 static int split_props(Out *o, const unsigned char *s, Py_ssize_t len, Py_ssize_t *count) {
     o->props.len = 0;
-    Py_ssize_t n = 0, i = 0;
-    while (i <= len && len) {
-        const unsigned char *seg = s + i;
-        const unsigned char *stop = memchr(seg, 0x02, (size_t)(len - i));
-        Py_ssize_t sl = stop ? stop - seg : len - i;
-        const unsigned char *nv = sl ? memchr(seg, 0x01, (size_t)sl) : NULL;
-        if (nv && nv > seg && nv < seg + sl - 1) {
-            Prop p = {seg, nv + 1, nv - seg, seg + sl - (nv + 1)};
-            Prop *ps = (Prop *)o->props.p;
-            Prop *same = (Prop *)find_prop(ps, n, (const char *)p.k, p.kl);
-            if (same) {
-                same->v = p.v; same->vl = p.vl;
-            } else {
-                if (buf_put(&o->props, &p, sizeof p) < 0) return -1;
-                n++;
-            }
+    Py_ssize_t n = 0, pos = 0;
+    Prop p;
+    while (next_property(s, len, &pos, &p.k, &p.kl, &p.v, &p.vl)) {
+        Prop *same = (Prop *)find_prop((const Prop *)o->props.p, n, (const char *)p.k, p.kl);
+        if (same) {
+            same->v = p.v;
+            same->vl = p.vl;
+        } else {
+            if (buf_put(&o->props, &p, sizeof p) < 0) return -1;
+            n++;
         }
-        i += sl + 1;
     }
     *count = n;
     return 0;
 }
 
-static const char HEXD[] = "0123456789ABCDEF";
-
 /* One record known to be well formed; returns -1 on error, 1 to fall back, 0 done. */
-static int add_record(Out *o, const unsigned char *r, Py_ssize_t body_len, Py_ssize_t topic_len,
-                      const unsigned char *props, Py_ssize_t props_len, int with_props) {
+static int add_record(Out *o, const unsigned char *r, const StoredRecord *rec, int with_props) {
     int rc;
     int32_t qid = be32(r + 12), recon = be32(r + 72);
     int64_t qoff = be64(r + 20), born = be64(r + 40), store = be64(r + 56);
@@ -210,10 +147,9 @@ static int add_record(Out *o, const unsigned char *r, Py_ssize_t body_len, Py_ss
         || buf_put(&o->born, &born, 8) < 0 || buf_put(&o->store, &store, 8) < 0
         || buf_put(&o->recon, &recon, 4) < 0)
         return -1;
-    const unsigned char *body = r + HEAD;
-    if (buf_put(&o->body_d, body, body_len) < 0) return -1;
+    if (buf_put(&o->body_d, rec->body, rec->body_len) < 0) return -1;
     if ((rc = put_offset(&o->body_o, &o->body_d))) return rc;
-    if (buf_put(&o->topic_d, body + body_len + 1, topic_len) < 0) return -1;
+    if (buf_put(&o->topic_d, rec->topic, rec->topic_len) < 0) return -1;
     if ((rc = put_offset(&o->topic_o, &o->topic_d))) return rc;
 
     if (!o->host_len || memcmp(o->host_key, r + 48, 8) != 0) {  /* one producer: one host */
@@ -225,17 +161,14 @@ static int add_record(Out *o, const unsigned char *r, Py_ssize_t body_len, Py_ss
     if ((rc = put_offset(&o->host_o, &o->host_d))) return rc;
 
     Py_ssize_t np = 0;
-    if (split_props(o, props, props_len, &np) < 0) return -1;
+    if (split_props(o, rec->props, rec->props_len, &np) < 0) return -1;
     const Prop *ps = (const Prop *)o->props.p;
     const Prop *uniq = find_prop(ps, np, "UNIQ_KEY", 8);
     if (uniq) {
         if (buf_put(&o->id_d, uniq->v, uniq->vl) < 0) return -1;
     } else {
         char hex[32];
-        for (int i = 0; i < 8; i++) {  /* store host IP + port, then the commit log offset */
-            hex[2 * i] = HEXD[r[64 + i] >> 4]; hex[2 * i + 1] = HEXD[r[64 + i] & 15];
-            hex[16 + 2 * i] = HEXD[r[28 + i] >> 4]; hex[17 + 2 * i] = HEXD[r[28 + i] & 15];
-        }
+        offset_msg_id(r, hex);
         if (buf_put(&o->id_d, hex, 32) < 0) return -1;
     }
     if ((rc = put_offset(&o->id_o, &o->id_d))) return rc;
@@ -266,28 +199,16 @@ static int add_record(Out *o, const unsigned char *r, Py_ssize_t body_len, Py_ss
 static int scan_body(Out *o, const unsigned char *b, Py_ssize_t len, int64_t end, int with_props) {
     Py_ssize_t pos = 0;
     int keep = 1;
+    StoredRecord rec;
     while (pos < len) {
         const unsigned char *r = b + pos;
-        Py_ssize_t left = len - pos;
-        if (left < MIN_RECORD) return 1;
-        Py_ssize_t total = be32(r);
-        if (total < MIN_RECORD || total > left) return 1;
-        if (be32(r + 4) != MAGIC_V1 || (be32(r + 36) & NOT_FAST_FLAGS)) return 1;
-        Py_ssize_t body_len = be32(r + 84);
-        if (body_len < 0 || HEAD + body_len + 1 > total) return 1;
-        Py_ssize_t topic_len = r[HEAD + body_len];
-        if (topic_len > 127 || HEAD + body_len + 1 + topic_len + 2 > total) return 1;
-        const unsigned char *pl = r + HEAD + body_len + 1 + topic_len;
-        Py_ssize_t props_len = (int16_t)((uint16_t)pl[0] << 8 | pl[1]);
-        if (props_len < 0 || MIN_RECORD + body_len + topic_len + props_len != total) return 1;
-        if (!utf8_ok(r + HEAD + body_len + 1, topic_len) || !utf8_ok(pl + 2, props_len))
-            return 1;
+        if (!stored_record_lengths(r, len - pos, &rec)) return 1;
         if (keep && be64(r + 20) >= end) keep = 0;
         if (keep) {
-            int rc = add_record(o, r, body_len, topic_len, pl + 2, props_len, with_props);
+            int rc = add_record(o, r, &rec, with_props);
             if (rc) return rc;
         }
-        pos += total;
+        pos += rec.total;
     }
     return 0;
 }

@@ -1,0 +1,232 @@
+/* aiorocketmq.protocol._message: stored records of a pull body -> MessageExt objects.
+ *
+ * The compiled twin of protocol/message.py's ``decode_messages`` for the common records
+ * (upstream ``MessageDecoder.decodes``), built from source by pip (setuptools, optional:
+ * without a C compiler message.py decodes in Python).
+ *
+ * decode_records(body, message_ext_type) -> list[MessageExt] | None
+ *
+ *   body: a bytes-like object of stored records back to back, to its exact end.
+ *   message_ext_type: protocol.message.MessageExt (its slots are written directly: the
+ *   first call looks their offsets up and checks they are object slots).
+ *
+ *   Each object carries exactly what ``decode_message`` sets: topic, body, flag,
+ *   properties (``decode_properties``: segments split on \x02, key and value on the first
+ *   \x01, empty keys and values dropped, a repeated key keeps its first place and takes
+ *   the last value), transaction_id None, queue_id, store_size, queue_offset, sys_flag,
+ *   born/store timestamps and "ip:port" hosts, commit_log_offset, body_crc,
+ *   reconsume_times, prepared_transaction_offset and msg_id (UNIQ_KEY, else the offset
+ *   message id: store IP, port and commit log offset as 32 upper-case hex digits).
+ *
+ *   Returns None, having built nothing the caller sees, for anything else, and the caller
+ *   decodes the whole body in Python (which also raises the errors): a record that does
+ *   not decode, a v2 record, an IPv6 host, a compressed body, a topic or properties
+ *   string that is not strict UTF-8 (Python reads "replace"d text).
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <structmember.h>
+#include "_stored_record.h"
+
+/* The slots written, in this order; their offsets in the MessageExt type. */
+enum {
+    S_TOPIC, S_BODY, S_FLAG, S_PROPERTIES, S_TRANSACTION_ID, S_QUEUE_ID, S_STORE_SIZE,
+    S_QUEUE_OFFSET, S_SYS_FLAG, S_BORN_TIMESTAMP, S_BORN_HOST, S_STORE_TIMESTAMP,
+    S_STORE_HOST, S_MSG_ID, S_COMMIT_LOG_OFFSET, S_BODY_CRC, S_RECONSUME_TIMES,
+    S_PREPARED_OFFSET, N_SLOTS
+};
+static const char *SLOT_NAMES[N_SLOTS] = {
+    "topic", "body", "flag", "properties", "transaction_id", "queue_id", "store_size",
+    "queue_offset", "sys_flag", "born_timestamp", "born_host", "store_timestamp",
+    "store_host", "msg_id", "commit_log_offset", "body_crc", "reconsume_times",
+    "prepared_transaction_offset",
+};
+static PyTypeObject *slots_of;  /* the type the offsets below are for (a strong ref) */
+static Py_ssize_t slot_offset[N_SLOTS];
+static PyObject *uniq_key;  /* "UNIQ_KEY" */
+
+static int resolve_slots(PyTypeObject *tp) {
+    if (tp == slots_of) return 0;
+    if (tp->tp_dictoffset || tp->tp_itemsize) {
+        PyErr_SetString(PyExc_TypeError, "decode_records needs a type with __slots__ only");
+        return -1;
+    }
+    Py_ssize_t offsets[N_SLOTS];  /* kept only once every one is found */
+    for (int i = 0; i < N_SLOTS; i++) {
+        PyObject *d = PyObject_GetAttrString((PyObject *)tp, SLOT_NAMES[i]);
+        if (!d) return -1;
+        int ok = Py_IS_TYPE(d, &PyMemberDescr_Type)
+            && ((PyMemberDescrObject *)d)->d_member->type == T_OBJECT_EX;
+        if (ok) offsets[i] = ((PyMemberDescrObject *)d)->d_member->offset;
+        Py_DECREF(d);
+        if (!ok) {
+            PyErr_Format(PyExc_TypeError, "%s.%s is not a slot", tp->tp_name, SLOT_NAMES[i]);
+            return -1;
+        }
+    }
+    memcpy(slot_offset, offsets, sizeof offsets);
+    Py_XSETREF(slots_of, (PyTypeObject *)Py_NewRef(tp));
+    return 0;
+}
+
+static inline void set_slot(PyObject *m, int i, PyObject *v) {  /* steals v */
+    PyObject **p = (PyObject **)((char *)m + slot_offset[i]);
+    Py_XSETREF(*p, v);
+}
+
+/* Property keys repeat from record to record: their str objects are kept. */
+#define KEY_CACHE 32
+#define KEY_MAX 32
+static struct { Py_ssize_t len; char bytes[KEY_MAX]; PyObject *str; } key_cache[KEY_CACHE];
+static int key_cache_used;
+
+static PyObject *key_str(const char *s, Py_ssize_t n) {  /* new reference */
+    if (n <= KEY_MAX) {
+        for (int i = 0; i < key_cache_used; i++)
+            if (key_cache[i].len == n && memcmp(key_cache[i].bytes, s, (size_t)n) == 0)
+                return Py_NewRef(key_cache[i].str);
+    }
+    PyObject *str = PyUnicode_DecodeUTF8(s, n, "strict");
+    if (str && n <= KEY_MAX && key_cache_used < KEY_CACHE) {
+        key_cache[key_cache_used].len = n;
+        memcpy(key_cache[key_cache_used].bytes, s, (size_t)n);
+        key_cache[key_cache_used].str = Py_NewRef(str);
+        key_cache_used++;
+    }
+    return str;
+}
+
+/* decode_properties of a record's properties bytes; NULL with an exception on error. */
+static PyObject *properties(const unsigned char *s, Py_ssize_t len) {
+    PyObject *d = PyDict_New();
+    Py_ssize_t pos = 0, kl, vl;
+    const unsigned char *k, *v;
+    while (d && next_property(s, len, &pos, &k, &kl, &v, &vl)) {
+        PyObject *key = key_str((const char *)k, kl);
+        PyObject *value = key ? PyUnicode_DecodeUTF8((const char *)v, vl, "strict") : NULL;
+        if (!value || PyDict_SetItem(d, key, value) < 0) Py_CLEAR(d);
+        Py_XDECREF(key);
+        Py_XDECREF(value);
+    }
+    return d;
+}
+
+typedef struct { unsigned char key[8]; PyObject *text; } HostCache;
+
+static PyObject *host(HostCache *c, const unsigned char *ip_port) {  /* new reference */
+    if (c->text && memcmp(c->key, ip_port, 8) == 0) return Py_NewRef(c->text);
+    PyObject *t = PyUnicode_FromFormat("%u.%u.%u.%u:%d", ip_port[0], ip_port[1], ip_port[2],
+                                       ip_port[3], (int)be32(ip_port + 4));
+    if (t) {
+        memcpy(c->key, ip_port, 8);
+        Py_XSETREF(c->text, Py_NewRef(t));
+    }
+    return t;
+}
+
+static PyObject *record(PyTypeObject *tp, const unsigned char *r, const StoredRecord *rec,
+                        PyObject **topic_cache, HostCache *born_c, HostCache *store_c) {
+    PyObject *m = tp->tp_alloc(tp, 0);
+    if (!m) return NULL;
+    const unsigned char *t = rec->topic;
+    Py_ssize_t topic_len = rec->topic_len;
+    PyObject *topic;
+    if (*topic_cache && PyUnicode_GET_LENGTH(*topic_cache) == topic_len
+        && PyUnicode_IS_ASCII(*topic_cache)
+        && memcmp(PyUnicode_DATA(*topic_cache), t, (size_t)topic_len) == 0) {
+        topic = Py_NewRef(*topic_cache);
+    } else {
+        topic = PyUnicode_DecodeUTF8((const char *)t, topic_len, "strict");
+        if (!topic) goto fail;
+        Py_XSETREF(*topic_cache, Py_NewRef(topic));
+    }
+    set_slot(m, S_TOPIC, topic);
+    PyObject *v;
+#define SET(slot, expr) do { if (!(v = (expr))) goto fail; set_slot(m, slot, v); } while (0)
+    SET(S_BODY, PyBytes_FromStringAndSize((const char *)rec->body, rec->body_len));
+    SET(S_FLAG, PyLong_FromLong(be32(r + 16)));
+    PyObject *props = properties(rec->props, rec->props_len);
+    SET(S_PROPERTIES, props);
+    set_slot(m, S_TRANSACTION_ID, Py_NewRef(Py_None));
+    SET(S_QUEUE_ID, PyLong_FromLong(be32(r + 12)));
+    SET(S_STORE_SIZE, PyLong_FromSsize_t(rec->total));
+    SET(S_QUEUE_OFFSET, PyLong_FromLongLong(be64(r + 20)));
+    SET(S_SYS_FLAG, PyLong_FromLong(be32(r + 36)));
+    SET(S_BORN_TIMESTAMP, PyLong_FromLongLong(be64(r + 40)));
+    SET(S_BORN_HOST, host(born_c, r + 48));
+    SET(S_STORE_TIMESTAMP, PyLong_FromLongLong(be64(r + 56)));
+    SET(S_STORE_HOST, host(store_c, r + 64));
+    PyObject *uniq = PyDict_GetItemWithError(props, uniq_key);  /* borrowed */
+    if (uniq) {
+        set_slot(m, S_MSG_ID, Py_NewRef(uniq));
+    } else {
+        if (PyErr_Occurred()) goto fail;
+        char hex[32];
+        offset_msg_id(r, hex);
+        SET(S_MSG_ID, PyUnicode_FromStringAndSize(hex, 32));
+    }
+    SET(S_COMMIT_LOG_OFFSET, PyLong_FromLongLong(be64(r + 28)));
+    SET(S_BODY_CRC, PyLong_FromLong(be32(r + 8)));
+    SET(S_RECONSUME_TIMES, PyLong_FromLong(be32(r + 72)));
+    SET(S_PREPARED_OFFSET, PyLong_FromLongLong(be64(r + 76)));
+#undef SET
+    return m;
+fail:
+    Py_DECREF(m);
+    return NULL;
+}
+
+static PyObject *decode_records(PyObject *Py_UNUSED(self), PyObject *args) {
+    PyObject *body_obj;
+    PyTypeObject *tp;
+    if (!PyArg_ParseTuple(args, "OO!:decode_records", &body_obj, &PyType_Type, &tp)) return NULL;
+    if (resolve_slots(tp) < 0) return NULL;
+    Py_buffer view;
+    if (PyObject_GetBuffer(body_obj, &view, PyBUF_SIMPLE) < 0) return NULL;
+    const unsigned char *b = view.buf;
+    Py_ssize_t len = view.len, pos = 0;
+    StoredRecord rec;
+    PyObject *out = NULL;
+    /* Every record is checked before any object is built: None costs one quick pass. */
+    while (pos < len) {
+        if (!stored_record_lengths(b + pos, len - pos, &rec)) {
+            out = Py_NewRef(Py_None);
+            goto done;
+        }
+        pos += rec.total;
+    }
+    PyObject *topic_cache = NULL;
+    HostCache born_c = {{0}, NULL}, store_c = {{0}, NULL};
+    out = PyList_New(0);
+    for (pos = 0; out && pos < len; pos += rec.total) {
+        stored_record_lengths(b + pos, len - pos, &rec);
+        PyObject *m = record(tp, b + pos, &rec, &topic_cache, &born_c, &store_c);
+        if (!m || PyList_Append(out, m) < 0) Py_CLEAR(out);
+        Py_XDECREF(m);
+    }
+    Py_XDECREF(topic_cache);
+    Py_XDECREF(born_c.text);
+    Py_XDECREF(store_c.text);
+done:
+    PyBuffer_Release(&view);
+    return out;
+}
+
+static PyMethodDef methods[] = {
+    {"decode_records", decode_records, METH_VARARGS,
+     "decode_records(body, message_ext_type) -> list | None: stored records -> MessageExt "
+     "objects (see the module source's head comment)"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "_message",
+    "Stored records -> MessageExt objects (the C twin of message.py's decode_messages).",
+    -1, methods, NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC PyInit__message(void) {
+    uniq_key = PyUnicode_InternFromString("UNIQ_KEY");
+    if (!uniq_key) return NULL;
+    return PyModule_Create(&module);
+}
