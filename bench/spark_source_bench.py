@@ -1,5 +1,6 @@
 """Rows/s of the rocketmq Spark source into a no-op sink, beside a trivial in-memory
-Python data source producing the same rows (the ceiling of the Python Data Source API),
+Python data source producing rows of the same shape (the ceiling of the Python Data Source
+API; until the C record decoder its strings were shorter: "T", "ID", "127.0.0.1:1"),
 and of the rocketmq sink beside our Producer's batch sends of as many messages.
 
 Starts a nameserver and a broker on 127.0.0.1 (or uses ``--name-server``), produces
@@ -55,7 +56,10 @@ def _produce(name_server: str, topic: str, n: int, size: int, batch: int) -> flo
     return time.perf_counter() - t0
 
 
-def _memory_source(n: int, size: int, partitions: int) -> Any:
+def _memory_source(n: int, size: int, partitions: int, topic: str) -> Any:
+    """The ceiling: a Python data source yielding Arrow batches of rows shaped as the
+    rocketmq source's (same topic, a 32-character msgId, a host with a 5-digit port,
+    ``size``-byte bodies), so that the JVM side converts as many bytes per row."""
     import pyarrow as pa
     from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
@@ -76,9 +80,9 @@ def _memory_source(n: int, size: int, partitions: int) -> Any:
             for s in range(partition.start, partition.end, 4096):
                 e = min(s + 4096, partition.end)
                 k = e - s
-                cols = [["T"] * k, ["broker-a"] * k, [0] * k, list(range(s, e)),
-                        ["ID"] * k, [None] * k, [None] * k, [body] * k, [0] * k, [0] * k,
-                        ["127.0.0.1:1"] * k, [0] * k]
+                cols = [[topic] * k, ["broker-a"] * k, [0] * k, list(range(s, e)),
+                        ["7F00000100002A9F0000000000004F9C"] * k, [None] * k, [None] * k,
+                        [body] * k, [0] * k, [0] * k, ["127.0.0.1:50192"] * k, [0] * k]
                 yield pa.RecordBatch.from_arrays(
                     [pa.array(c, type=f.type) for c, f in zip(cols, schema, strict=True)],
                     schema=schema)
@@ -223,7 +227,7 @@ def main(argv: list[str] | None = None) -> int:
                  .config("spark.ui.showConsoleProgress", "false").getOrCreate())
         spark.sparkContext.setLogLevel("ERROR")
         register(spark)
-        spark.dataSource.register(_memory_source(args.messages, args.body_size, 4))
+        spark.dataSource.register(_memory_source(args.messages, args.body_size, 4, args.topic))
         rmq = (spark.read.format("rocketmq").option("nameServer", name_server)
                .option("topic", args.topic).option("pullBatchSize", args.pull_batch_size)
                .option("minPartitions", "4").load())
