@@ -43,7 +43,8 @@ _LANG_BY_NAME = {lc.name: lc for lc in LanguageCode}
 _JSON = SerializeType.JSON
 _new_command = object.__new__
 _str_type = str
-_RESPONSE_FLAG = int(RpcFlag.RESPONSE)
+_RESPONSE_FLAG = int(RpcFlag.RESPONSE)  # ints: Flag arithmetic is Python code in enum
+_ONEWAY_FLAG = int(RpcFlag.ONEWAY)
 _encode_str = json.encoder.encode_basestring  # type: ignore[attr-defined]  # "..." with escapes, non-ASCII raw
 _json_loads = json.loads
 # The C scanner behind json.loads, called directly for the common case (a UTF-8 object with
@@ -160,17 +161,17 @@ class RemotingCommand:
 
     @property
     def is_response(self) -> bool:
-        return bool(self.flag & RpcFlag.RESPONSE)
+        return bool(self.flag & _RESPONSE_FLAG)
 
     @property
     def is_oneway(self) -> bool:
-        return bool(self.flag & RpcFlag.ONEWAY)
+        return bool(self.flag & _ONEWAY_FLAG)
 
     def mark_oneway(self) -> None:
-        self.flag |= RpcFlag.ONEWAY
+        self.flag |= _ONEWAY_FLAG
 
     def mark_response(self) -> None:
-        self.flag |= RpcFlag.RESPONSE
+        self.flag |= _RESPONSE_FLAG
 
     def ext(self, key: str, default: str | None = None) -> str | None:
         """One ext field, or ``default``."""
