@@ -49,7 +49,7 @@ test: venv interop-deps java-deps browser-deps
 	$(VENV)/bin/pytest -q -p no:cacheprovider
 
 lint: venv
-	$(VENV)/bin/ruff check aiorocketmq/__init__.py aiorocketmq/logs.py protocol server client spark_sink bench tests examples
+	$(VENV)/bin/ruff check setup.py aiorocketmq/__init__.py aiorocketmq/logs.py protocol server client spark_sink bench tests examples
 
 typecheck: venv
 	$(VENV)/bin/mypy aiorocketmq examples
