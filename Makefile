@@ -10,7 +10,7 @@ INTEROP := tests/interop
 
 .PHONY: run test venv interop-deps java-deps java-tools browser-deps lint typecheck bench clean
 
-$(VENV)/.installed: pyproject.toml setup.py $(wildcard protocol/_*.[ch] spark_sink/_*.c)
+$(VENV)/.installed: pyproject.toml setup.py $(wildcard protocol/_*.[ch] spark_sink/_*.c server/store/_*.c)
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
 	$(PIP) install -q -e '.[dev,spark,dashboard]'

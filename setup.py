@@ -1,13 +1,17 @@
 """The compiled parts of aiorocketmq; everything else is in pyproject.toml.
 
-Two C decoders of stored message records, both optional: where no C compiler is found pip
-goes on without them and the Python code they speed up runs instead (the tests run both
-on the same records).
+All are optional: where no C compiler is found pip goes on without them and the Python
+code they speed up runs instead (the tests run both on the same inputs). Two decoders of
+stored message records:
 
 * ``aiorocketmq.protocol._message`` (protocol/_message.c): pull bodies into ``MessageExt``
   objects for ``protocol.message.decode_messages`` (tests/unit/test_message_native.py).
 * ``aiorocketmq.spark_sink._records`` (spark_sink/_records.c): the Spark source's pull
   bodies into Arrow buffers (``spark_sink/columnar.py``; tests/unit/test_spark_columnar.py).
+
+And one walk of the broker's: ``aiorocketmq.server.store._units`` (server/store/_units.c),
+the consume-queue units of an unfiltered pull (``message_store.scan_units``;
+tests/unit/test_store_scan_units.py).
 """
 
 from setuptools import Extension, setup
@@ -19,4 +23,6 @@ _COMMON = {"include_dirs": ["protocol"], "depends": ["protocol/_stored_record.h"
 setup(ext_modules=[
     Extension("aiorocketmq.protocol._message", ["protocol/_message.c"], **_COMMON),
     Extension("aiorocketmq.spark_sink._records", ["spark_sink/_records.c"], **_COMMON),
+    Extension("aiorocketmq.server.store._units", ["server/store/_units.c"],
+              extra_compile_args=["-O2"], optional=True),
 ])

@@ -240,6 +240,53 @@ def _is_it_time_to_do(when: str, hour: int) -> bool:
     return False
 
 
+def scan_units(units: Any, max_msg_nums: int, max_phy: int, in_memory: int,
+               bytes_in_memory: int, count_in_memory: int, bytes_in_disk: int,
+               count_in_disk: int) -> tuple[list[tuple[int, int]], int, int, int] | None:
+    """The unit walk of ``getMessage`` for a pull without filters.
+
+    Takes units while the transfer limits allow (past the first unit: at most
+    ``max_msg_nums``, and the in-memory limits where ``max_phy - offset <= in_memory``, else
+    the on-disk ones). Returns the runs of adjacent records as (start, end) commit-log
+    ranges, the bytes and records taken, and the offset of the last unit looked at; None
+    when a unit of size <= 0 is reached. ``_units.scan_units`` (C, server/store/_units.c)
+    is the same walk where it is built.
+    """
+    runs: list[tuple[int, int]] = []
+    total = count = 0
+    run_start = run_end = -1
+    looked = 0
+    whole = len(units) - len(units) % CQ_STORE_UNIT_SIZE
+    for off, size, _tags in CQ_UNIT.iter_unpack(units[:whole]):
+        looked = off
+        if count:
+            if count >= max_msg_nums:
+                break
+            if max_phy - off > in_memory:
+                if total + size > bytes_in_disk or count > count_in_disk - 1:
+                    break
+            elif total + size > bytes_in_memory or count > count_in_memory - 1:
+                break
+        if size <= 0:
+            return None
+        if off != run_end:
+            if run_end >= 0:
+                runs.append((run_start, run_end))
+            run_start = off
+        run_end = off + size
+        total += size
+        count += 1
+    if run_end >= 0:
+        runs.append((run_start, run_end))
+    return runs, total, count, looked
+
+
+try:
+    from ._units import scan_units as _scan_units
+except ImportError:  # built without a C compiler: the Python walk
+    _scan_units = scan_units
+
+
 class MessageStore:
     """The broker's durable store. See the module docstring for the contract."""
 
@@ -859,40 +906,20 @@ class MessageStore:
     def _get_unfiltered(self, result: GetMessageResult, units: memoryview, offset: int,
                         max_msg_nums: int, max_phy: int, limit: int) -> bool:
         """``get_message``'s loop for a pull without filters: the same limits, one pass
-        over the units, and one commit-log slice per run of adjacent records (a batch
-        send stores its members back to back) instead of one per message. False, with
-        ``result`` untouched, when a record is not readable where its unit says (a
-        removed segment, a run across segments): the general loop handles that."""
+        over the units (``scan_units``), and one commit-log slice per run of adjacent
+        records (a batch send stores its members back to back) instead of one per message.
+        False, with ``result`` untouched, when a record is not readable where its unit says
+        (a removed segment, a run across segments): the general loop handles that."""
         cfg = self.config
         in_memory = self._in_memory_bytes
-        runs: list[tuple[int, int]] = []
-        total = count = 0
-        run_start = run_end = -1
-        looked = 0
-        n = limit - limit % CQ_STORE_UNIT_SIZE
-        for off, size, _tags in CQ_UNIT.iter_unpack(units[:n]):
-            looked = off
-            if count:
-                if count >= max_msg_nums:
-                    break
-                if max_phy - off > in_memory:
-                    if (total + size > cfg.max_transfer_bytes_on_message_in_disk
-                            or count > cfg.max_transfer_count_on_message_in_disk - 1):
-                        break
-                elif (total + size > cfg.max_transfer_bytes_on_message_in_memory
-                      or count > cfg.max_transfer_count_on_message_in_memory - 1):
-                    break
-            if size <= 0:
-                return False
-            if off != run_end:
-                if run_end >= 0:
-                    runs.append((run_start, run_end))
-                run_start = off
-            run_end = off + size
-            total += size
-            count += 1
-        if run_end >= 0:
-            runs.append((run_start, run_end))
+        scanned = _scan_units(
+            units[:limit - limit % CQ_STORE_UNIT_SIZE], max_msg_nums, max_phy, in_memory,
+            cfg.max_transfer_bytes_on_message_in_memory,
+            cfg.max_transfer_count_on_message_in_memory,
+            cfg.max_transfer_bytes_on_message_in_disk, cfg.max_transfer_count_on_message_in_disk)
+        if scanned is None:
+            return False
+        runs, total, count, looked = scanned
         get_log = self.commit_log.get_message
         views: list[memoryview] = []
         for start, end in runs:
