@@ -59,12 +59,13 @@ def test_wheel_has_one_top_level_name(wheel: Path) -> None:
     assert "aiorocketmq/server/broker/controller.py" in names
     assert "aiorocketmq/protocol/py.typed" in names
     assert "License-Expression: Apache-2.0" in metadata
-    # The C record decoder is compiled into the wheel (a C compiler is part of the
-    # toolchain here), with its type stub; the C source is not shipped.
-    assert any(n.startswith("aiorocketmq/spark_sink/_records.") and n.endswith(".so")
-               for n in names), [n for n in names if "_records" in n]
-    assert "aiorocketmq/spark_sink/_records.pyi" in names
-    assert "aiorocketmq/spark_sink/_records.c" not in names
+    # The C modules (setup.py) are compiled into the wheel (a C compiler is part of the
+    # toolchain here), each with its type stub; the C sources are not shipped.
+    for module in ("protocol/_message", "spark_sink/_records", "server/store/_units"):
+        assert any(n.startswith(f"aiorocketmq/{module}.") and n.endswith(".so")
+                   for n in names), [n for n in names if module in n]
+        assert f"aiorocketmq/{module}.pyi" in names
+        assert f"aiorocketmq/{module}.c" not in names
 
 
 def test_installed_package_imports_as_documented(venv: Path, tmp_path: Path) -> None:
