@@ -554,7 +554,8 @@ class ColumnarDecoder:
                                   _gather(buf, a, topic_start, topic_len))
 
         born, store = _field(head, 40, 8), _field(head, 56, 8)
-        if ((np.abs(born) > _MAX_MS) | (np.abs(store) > _MAX_MS)).any():
+        # (a range test, not np.abs: the absolute value of the int64 minimum wraps negative)
+        if ((born > _MAX_MS) | (born < -_MAX_MS) | (store > _MAX_MS) | (store < -_MAX_MS)).any():
             raise _Fallback("a timestamp past int64 microseconds")
         ts = pa.timestamp("us", tz="UTC")
         columns = [

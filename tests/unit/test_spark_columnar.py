@@ -140,6 +140,11 @@ def test_what_the_columnar_path_leaves_to_the_per_message_path(native: bool) -> 
         for include in (False, True):
             d = _same([(rec, FAR)], include, native=native)
             assert d.fallbacks == 1
+    # born timestamps whose microseconds leave int64, at both ends (the reference raises)
+    for born in (-2**63, -(2**63 - 1) // 1000 - 1, (2**63 - 1) // 1000 + 1):
+        rec = bytearray(_record(5, props="TAGS\x01A"))
+        rec[40:48] = born.to_bytes(8, "big", signed=True)
+        assert _same([(bytes(rec), FAR)], False, native=native).fallbacks == 1
     # a repeated key: first place, last value (stock batch members repeat WAIT)
     for props in ("TAGS\x01A\x02k\x01v\x02TAGS\x01B", "k\x01v\x02TAGS\x01A\x02k\x01w\x02k\x01x",
                   "WAIT\x01true\x02a\x01b\x02WAIT\x01false"):
