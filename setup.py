@@ -16,13 +16,12 @@ tests/unit/test_store_scan_units.py).
 
 from setuptools import Extension, setup
 
-# Both read stored records with the checks of protocol/_stored_record.h.
+# protocol/_stored_record.h: the record checks and byte readers all three share.
 _COMMON = {"include_dirs": ["protocol"], "depends": ["protocol/_stored_record.h"],
            "extra_compile_args": ["-O2"], "optional": True}
 
 setup(ext_modules=[
     Extension("aiorocketmq.protocol._message", ["protocol/_message.c"], **_COMMON),
     Extension("aiorocketmq.spark_sink._records", ["spark_sink/_records.c"], **_COMMON),
-    Extension("aiorocketmq.server.store._units", ["server/store/_units.c"],
-              extra_compile_args=["-O2"], optional=True),
+    Extension("aiorocketmq.server.store._units", ["server/store/_units.c"], **_COMMON),
 ])

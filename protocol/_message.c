@@ -18,10 +18,10 @@
  *   reconsume_times, prepared_transaction_offset and msg_id (UNIQ_KEY, else the offset
  *   message id: store IP, port and commit log offset as 32 upper-case hex digits).
  *
- *   Returns None, having built nothing the caller sees, for anything else, and the caller
- *   decodes the whole body in Python (which also raises the errors): a record that does
- *   not decode, a v2 record, an IPv6 host, a compressed body, a topic or properties
- *   string that is not strict UTF-8 (Python reads "replace"d text).
+ *   Returns None at the first record of anything else (what was built so far is
+ *   dropped), and the caller decodes the whole body in Python, which also raises the
+ *   errors: a record that does not decode, a v2 record, an IPv6 host, a compressed body,
+ *   a topic or properties string that is not strict UTF-8 (Python reads "replace"d text).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -115,8 +115,8 @@ typedef struct { unsigned char key[8]; PyObject *text; } HostCache;
 
 static PyObject *host(HostCache *c, const unsigned char *ip_port) {  /* new reference */
     if (c->text && memcmp(c->key, ip_port, 8) == 0) return Py_NewRef(c->text);
-    PyObject *t = PyUnicode_FromFormat("%u.%u.%u.%u:%d", ip_port[0], ip_port[1], ip_port[2],
-                                       ip_port[3], (int)be32(ip_port + 4));
+    char text[HOST_TEXT_MAX];
+    PyObject *t = PyUnicode_FromStringAndSize(text, host_text(ip_port, text));
     if (t) {
         memcpy(c->key, ip_port, 8);
         Py_XSETREF(c->text, Py_NewRef(t));
@@ -184,22 +184,16 @@ static PyObject *decode_records(PyObject *Py_UNUSED(self), PyObject *args) {
     Py_buffer view;
     if (PyObject_GetBuffer(body_obj, &view, PyBUF_SIMPLE) < 0) return NULL;
     const unsigned char *b = view.buf;
-    Py_ssize_t len = view.len, pos = 0;
+    Py_ssize_t len = view.len;
     StoredRecord rec;
-    PyObject *out = NULL;
-    /* Every record is checked before any object is built: None costs one quick pass. */
-    while (pos < len) {
-        if (!stored_record_lengths(b + pos, len - pos, &rec)) {
-            out = Py_NewRef(Py_None);
-            goto done;
-        }
-        pos += rec.total;
-    }
     PyObject *topic_cache = NULL;
     HostCache born_c = {{0}, NULL}, store_c = {{0}, NULL};
-    out = PyList_New(0);
-    for (pos = 0; out && pos < len; pos += rec.total) {
-        stored_record_lengths(b + pos, len - pos, &rec);
+    PyObject *out = PyList_New(0);
+    for (Py_ssize_t pos = 0; out && pos < len; pos += rec.total) {
+        if (!stored_record_lengths(b + pos, len - pos, &rec)) {
+            Py_SETREF(out, Py_NewRef(Py_None));  /* the whole body goes to Python */
+            break;
+        }
         PyObject *m = record(tp, b + pos, &rec, &topic_cache, &born_c, &store_c);
         if (!m || PyList_Append(out, m) < 0) Py_CLEAR(out);
         Py_XDECREF(m);
@@ -207,7 +201,6 @@ static PyObject *decode_records(PyObject *Py_UNUSED(self), PyObject *args) {
     Py_XDECREF(topic_cache);
     Py_XDECREF(born_c.text);
     Py_XDECREF(store_c.text);
-done:
     PyBuffer_Release(&view);
     return out;
 }

@@ -1,6 +1,6 @@
 /* The layout checks of a stored message record (REMOTING.md 5.2), shared by the C
  * decoders: protocol/_message.c (MessageExt objects) and spark_sink/_records.c (Arrow
- * buffers). A record passes ``stored_record_lengths`` exactly when protocol/message.py's
+ * buffers); server/store/_units.c reads its consume-queue units with be32 / be64. A record passes ``stored_record_lengths`` exactly when protocol/message.py's
  * ``decode_message`` reads it as a v1 record with IPv4 hosts and no compressed body,
  * and its topic and properties are strict UTF-8 (that code reads "replace"d text); any
  * other record is left to message.py. */
@@ -8,6 +8,7 @@
 #define AIOROCKETMQ_STORED_RECORD_H
 
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #define RECORD_MAGIC_V1 ((int32_t)0xDAA320A7)
@@ -117,6 +118,14 @@ static inline int next_property(const unsigned char *s, Py_ssize_t len, Py_ssize
         }
     }
     return 0;
+}
+
+/* "a.b.c.d:port" of a record's IPv4 host (4 IP bytes, then the port as a signed int32),
+ * as message.py's ``_host_str``; returns its length. */
+#define HOST_TEXT_MAX 32  /* "255.255.255.255:-2147483648" is 27 */
+static inline int host_text(const unsigned char *ip_port, char out[HOST_TEXT_MAX]) {
+    return snprintf(out, HOST_TEXT_MAX, "%u.%u.%u.%u:%d", ip_port[0], ip_port[1], ip_port[2],
+                    ip_port[3], (int)be32(ip_port + 4));
 }
 
 /* The offset message id of a record: store IP and port, then the commit log offset, as

@@ -37,7 +37,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
-#include "_stored_record.h"  /* protocol/: the record checks shared with protocol/_message.c */
+#include "_stored_record.h"  /* protocol/: the record checks, shared with protocol/_message.c */
 
 #define MAX_COLUMN 0x7FFFFFFFLL
 
@@ -71,7 +71,7 @@ typedef struct {
     Buf props;  /* Prop scratch for one record */
     Py_ssize_t n, tags_nulls, keys_nulls, entries;
     unsigned char host_key[8];  /* the last born host's IP and port, and its text */
-    char host[32];
+    char host[HOST_TEXT_MAX];
     int host_len;
 } Out;
 
@@ -154,8 +154,7 @@ static int add_record(Out *o, const unsigned char *r, const StoredRecord *rec, i
 
     if (!o->host_len || memcmp(o->host_key, r + 48, 8) != 0) {  /* one producer: one host */
         memcpy(o->host_key, r + 48, 8);
-        o->host_len = snprintf(o->host, sizeof o->host, "%u.%u.%u.%u:%d", r[48], r[49], r[50],
-                               r[51], (int)be32(r + 52));
+        o->host_len = host_text(r + 48, o->host);
     }
     if (buf_put(&o->host_d, o->host, o->host_len) < 0) return -1;
     if ((rc = put_offset(&o->host_o, &o->host_d))) return rc;

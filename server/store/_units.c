@@ -19,19 +19,9 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
-#include <stdint.h>
+#include "_stored_record.h"  /* protocol/: be32 / be64 */
 
 #define UNIT 20
-
-static inline int64_t be64(const unsigned char *p) {
-    uint64_t v = 0;
-    for (int i = 0; i < 8; i++) v = v << 8 | p[i];
-    return (int64_t)v;
-}
-
-static inline int32_t be32(const unsigned char *p) {
-    return (int32_t)((uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3]);
-}
 
 static int add_run(PyObject *runs, int64_t start, int64_t end) {
     PyObject *t = Py_BuildValue("(LL)", (long long)start, (long long)end);
