@@ -486,10 +486,13 @@ async def test_sync_flush_timeout(open_store) -> None:
 async def test_async_flush_put_does_not_wait(open_store) -> None:
     store = await open_store()
     gate = threading.Event()
-    _block_store_threads(store, gate)
+    # Every store thread held until the gate opens, with no time limit, and the gate opens
+    # only after the puts returned: a put that waited for a flush would never return.
+    assert store._executor is not None
+    for _ in range(store._executor._max_workers):
+        store._executor.submit(gate.wait)
     try:
-        results = [await store.put_message(msg(i)) for i in range(50)]
-        assert all(r.status is PutMessageStatus.PUT_OK for r in results)
+        await asyncio.wait_for(put_many(store, 50), 20)  # each PUT_OK
     finally:
         gate.set()
 
