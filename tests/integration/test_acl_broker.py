@@ -195,7 +195,7 @@ async def test_forged_signatures_are_all_refused(cluster: tuple[ServerProcess, S
     finally:
         writer.close()
         await writer.wait_closed()
-    assert br.alive
+    assert br.alive(), "the broker exited"
     assert await _max_offset(ns, br, "AclTopic") == before
 
 
