@@ -200,10 +200,10 @@ async def test_store_layout_keys_are_refused_live(
         config = await client.invoke(br.address, RemotingCommand.create_request(
             RequestCode.GET_BROKER_CONFIG, None), TIMEOUT)
         assert f"{key}={value}\n" not in (config.body or b"").decode()
-        started = time.monotonic()
+        # The store is still the one it started with: with SYNC_FLUSH applied live, a
+        # waiting send was answered FLUSH_DISK_TIMEOUT (after syncFlushTimeout), not SUCCESS.
         r = await send(client, br.address, "AfterConfig", b"m", props={"WAIT": "true"})
-        assert r.code == ResponseCode.SUCCESS
-        assert time.monotonic() - started < 4.0
+        assert r.code == ResponseCode.SUCCESS, r.remark
     finally:
         await client.close()
     stop_cleanly(br, store)

@@ -8,7 +8,9 @@ the unit tests' parser. Every wait is on a condition with a deadline.
 from __future__ import annotations
 
 import asyncio
+import math
 import re
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -129,6 +131,7 @@ async def test_broker_and_namesrv_metrics_move_by_exact_amounts(
     assert sample(before, "rocketmq_commitlog_bytes") == 0
     assert sample(before, "rocketmq_pull_requests_held") == 0
 
+    sent_after_ms = int(time.time() * 1000)  # before any message of TOPIC was stored
     async with Producer("PG_metrics", namesrv.address, default_topic_queue_nums=1) as producer:
         for i in range(N):
             await producer.send(Message(TOPIC, BODY, keys=f"k{i:03d}"))
@@ -165,7 +168,7 @@ async def test_broker_and_namesrv_metrics_move_by_exact_amounts(
                          lambda f: sample(f, "rocketmq_connections", role="consumer") >= 1,
                          "the consumer's heartbeat", timeout=45)
         await check_exporter_families(namesrv.address, broker.address, br_metrics,
-                                      record_size)
+                                      record_size, sent_after_ms)
 
         # A long poll past the end is held (not slow), then woken by one more message.
         blocked: asyncio.Task[PullResult] = asyncio.create_task(
@@ -207,12 +210,14 @@ async def test_broker_and_namesrv_metrics_move_by_exact_amounts(
 
 
 async def check_exporter_families(namesrv_addr: str, broker_addr: str, br_metrics: str,
-                                  record_size: int) -> None:
-    """rocketmq-exporter's families after N sends and M committed by GROUP (one queue)."""
+                                  record_size: int, sent_after_ms: int) -> None:
+    """rocketmq-exporter's families after N sends (stored at or after ``sent_after_ms``,
+    epoch ms) and M committed by GROUP (one queue)."""
     online = {"group": GROUP, "topic": TOPIC, "countOfOnlineConsumers": "1", "msgModel": "1"}
     fams = await eventually(
         br_metrics, lambda f: bool(matching(f, "rocketmq_group_diff", **online)),
         "the group's diff with its online consumer")
+    scraped_by_ms = math.ceil(time.time() * 1000)
     for name in family_names():
         assert fams[name].type == "gauge", name
     # RMQMetricsCollector's label lists, names and order.
@@ -223,7 +228,9 @@ async def check_exporter_families(namesrv_addr: str, broker_addr: str, br_metric
     assert sample(fams, "rocketmq_group_diff", **online) == N - M
     assert matching(fams, "rocketmq_group_retrydiff", group=GROUP) == []
     lag_ms = sample(fams, "rocketmq_group_get_latency_by_storetime", **group_labels)
-    assert 0 < lag_ms < 600_000  # the oldest unconsumed message was stored during this test
+    # The oldest unconsumed message was stored after sent_after_ms and the scrape answered
+    # before scraped_by_ms: its age then is positive and no more than the time between.
+    assert 0 < lag_ms <= scraped_by_ms - sent_after_ms
     ((count_labels, count),) = matching(fams, "rocketmq_group_count", group=GROUP)
     assert count == 1 and re.fullmatch(r"127\.0\.0\.1:\d+", count_labels["caddr"])
     assert count_labels["localaddr"]  # the client id
