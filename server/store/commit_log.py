@@ -30,6 +30,7 @@ import struct
 import time
 import zlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import NamedTuple
 
 from aiorocketmq.logs import get_logger
 from aiorocketmq.protocol.codes import MessageConst, MessageSysFlag, SystemTopic
@@ -39,6 +40,7 @@ from aiorocketmq.protocol.message import (
     MAX_TOPIC_LENGTH,
     MESSAGE_MAGIC_CODE,
     PHYSICAL_OFFSET_POS,
+    MessageDecodeError,
     create_offset_msg_id,
     encode_properties,
     pack_stored_record,
@@ -51,7 +53,7 @@ from .dispatcher import DispatchRequest, compute_tags_code, dispatch_request_fro
 from .inner import AppendMessageResult, AppendMessageStatus, MessageExtBrokerInner
 from .mapped_file import MappedFile, MappedFileQueue
 
-__all__ = ["CommitLog", "END_FILE_MIN_BLANK_LENGTH"]
+__all__ = ["CommitLog", "CommitLogRecovery", "END_FILE_MIN_BLANK_LENGTH"]
 
 log = get_logger("aiorocketmq.store")
 
@@ -80,6 +82,18 @@ def _wall_clock_ms() -> int:
 # Recovery verdicts of _check_record besides a positive record size.
 _END_OF_FILE = 0
 _INVALID = -1
+_CRC_FAILED = -2
+_EMPTY = -3
+_ZERO_CHUNK = bytes(1024 * 1024)
+
+
+class CommitLogRecovery(NamedTuple):
+    """What ``CommitLog.recover`` found: the end of the log and any damage cut from it."""
+
+    end: int
+    damage: str  # "" when the log simply ended; else why the record at ``end`` was refused
+    dropped_bytes: int  # written (non-zero) bytes cut from ``end`` to the old end of the log
+    dropped_segments: int
 
 
 class CommitLog:
@@ -285,8 +299,13 @@ class CommitLog:
     def load(self) -> None:
         self.mfq.load()
 
-    def _check_record(self, mf: MappedFile, pos: int, check_crc: bool) -> int:
-        """Size of the whole record at ``pos``, 0 at the end-of-file filler, -1 if not whole."""
+    def _check_record(self, mf: MappedFile, pos: int, check_crc: bool,
+                      seen: dict[tuple[bytes, int], int] | None = None) -> int:
+        """Size of the whole record at ``pos``, or a verdict: ``_END_OF_FILE`` at the
+        end-of-file filler (or no room for one), ``_EMPTY`` at unwritten (zero) bytes,
+        ``_CRC_FAILED`` for a well-formed record whose body CRC disagrees, ``_INVALID``.
+        ``seen`` gets, per (topic bytes, queueId), the queue offset of the newest whole
+        record that has a consume-queue unit."""
         mm = mf.mm
         limit = self.file_size
         if pos + END_FILE_MIN_BLANK_LENGTH > limit:
@@ -294,9 +313,11 @@ class CommitLog:
         total, magic = _BLANK.unpack_from(mm, pos)
         if magic == BLANK_MAGIC_CODE:
             return _END_OF_FILE if total == limit - pos else _INVALID
+        if magic == 0 and total == 0:
+            return _EMPTY
         if magic != MESSAGE_MAGIC_CODE or total < 91 or pos + total > limit:
             return _INVALID
-        _, _, body_crc, _, _, _, phys, sys_flag = _HEAD.unpack_from(mm, pos)
+        _, _, body_crc, queue_id, _, queue_offset, phys, sys_flag = _HEAD.unpack_from(mm, pos)
         if phys != mf.file_from_offset + pos:
             return _INVALID
         hosts = (20 if sys_flag & _BORN_V6 else 8) + (20 if sys_flag & _STORE_V6 else 8)
@@ -316,36 +337,39 @@ class CommitLog:
         if props_len < 0 or p + 2 + props_len != pos + total:
             return _INVALID
         if check_crc and zlib.crc32(mm[body_start:body_start + body_len]) & 0x7FFFFFFF != body_crc:
-            return _INVALID
+            return _CRC_FAILED
+        if seen is not None:
+            tx = sys_flag & 0xC
+            if tx != _PREPARED and tx != _ROLLBACK:
+                seen[mm[p - topic_len:p], queue_id] = queue_offset
         return total
 
-    def recover(self, *, start_offset: int | None, fallback_last_files: int | None,
-                zero_tail: bool) -> int:
-        """Find the end of the last whole record, cut everything after it, return that offset.
+    def recover(self, *, check_from: int, zero_tail: bool,
+                seen: dict[tuple[bytes, int], int] | None = None) -> CommitLogRecovery:
+        """Find the end of the last whole record, cut everything after it.
 
-        Checking starts at ``start_offset`` (a record boundary known durable, e.g. the
-        checkpoint's flushed offset) when it lies within the log; otherwise at the first
-        of the last ``fallback_last_files`` segments (all segments when None). After a
-        crash (``zero_tail``) the cut tail is also zeroed.
+        Every record from ``check_from`` (a record boundary, normally a segment start) on
+        is checked, its body CRC too when ``check_crc_on_recover`` (upstream's
+        ``checkCRCOnRecover``): the first that is not whole ends the log, whatever a
+        checkpoint claims, and the segments after it are deleted. The cut tail is zeroed
+        after a crash (``zero_tail``) or when damage was found, so stale bytes can never
+        line up as a record later. An offset below the first segment checks them all.
+        ``seen`` collects what ``_check_record`` says of the records kept.
         """
         files = self.mfq.files
         if not files:
             self.mfq.reset_positions(0)
-            return 0
-        idx, pos = 0, 0
-        if fallback_last_files is not None:
-            idx = max(len(files) - fallback_last_files, 0)
-        if start_offset is not None and start_offset >= files[0].file_from_offset:
-            found = self.mfq.find_mapped_file_by_offset(start_offset)
-            if found is not None:
-                idx, pos = files.index(found), start_offset - found.file_from_offset
-            elif start_offset == files[-1].file_from_offset + self.file_size:
-                idx, pos = len(files) - 1, self.file_size
+            return CommitLogRecovery(0, "", 0, 0)
+        found = self.mfq.find_mapped_file_by_offset(check_from)
+        if found is None:
+            idx, pos = 0, 0
+        else:
+            idx, pos = files.index(found), check_from - found.file_from_offset
         check_crc = self.config.check_crc_on_recover
         while True:
             mf = files[idx]
             while True:
-                verdict = self._check_record(mf, pos, check_crc)
+                verdict = self._check_record(mf, pos, check_crc, seen)
                 if verdict <= 0:
                     break
                 pos += verdict
@@ -355,28 +379,79 @@ class CommitLog:
                 continue
             process = mf.file_from_offset + pos
             break
-        if zero_tail:
+        damage = ""
+        if verdict == _CRC_FAILED:
+            damage = "body CRC check failed"
+        elif verdict == _INVALID:
+            damage = "bad record"
+        elif verdict == _EMPTY and self._nonzero_after(mf, pos):
+            damage = "zeroed record"
+        dropped_bytes = self._written_bytes_from(idx, pos) if damage or idx + 1 < len(files) else 0
+        dropped_segments = len(files) - idx - 1
+        if damage:
+            log.info("store.commit_log_damaged", offset=process, reason=damage,
+                     dropped_bytes=dropped_bytes, dropped_segments=dropped_segments)
+        elif zero_tail:
             log.warn("store.commit_log_recovered_after_crash", recovered_to=process)
-        self.mfq.truncate_dirty_files(process, zero_tail=zero_tail)
+        self.mfq.truncate_dirty_files(process, zero_tail=zero_tail or bool(damage) or dropped_bytes > 0)
         self.mfq.reset_positions(process)
-        return process
+        return CommitLogRecovery(process, damage, dropped_bytes, dropped_segments)
+
+    def _nonzero_after(self, mf: MappedFile, pos: int) -> bool:
+        """Whether the next 64 KiB after ``pos`` hold a non-zero byte (zeros inside data)."""
+        end = min(pos + 65536, self.file_size)
+        return mf.mm[pos:end].count(0) != end - pos
+
+    def _written_bytes_from(self, idx: int, pos: int) -> int:
+        """Bytes from ``files[idx]`` at ``pos`` on that recovery cuts: in each segment, up
+        to its last non-zero byte (an unwritten tail is not data)."""
+        files = self.mfq.files
+        total = 0
+        for i in range(idx, len(files)):
+            mm = files[i].mm
+            start = pos if i == idx else 0
+            end = self.file_size
+            while end > start:  # back over the zero tail, a chunk at a time
+                lo = max(start, end - len(_ZERO_CHUNK))
+                chunk = mm[lo:end]
+                if chunk != _ZERO_CHUNK[:end - lo]:
+                    end = lo + len(chunk.rstrip(b"\0"))
+                    break
+                end = lo
+            total += end - start
+        return total
 
     def iter_dispatch_requests(self, start: int, end: int) -> Iterator[DispatchRequest]:
-        """Dispatch requests of the whole records in ``[start, end)`` (recovery re-dispatch)."""
+        """Dispatch requests of the whole records in ``[start, end)`` (recovery re-dispatch).
+
+        ``recover`` checked the records from its ``check_from`` on; older ones are read
+        as they are, and one that does not decode (damage in a segment recovery did not
+        check) is logged and the rest of its segment skipped, instead of stopping the start.
+        """
         offset = max(start, self.min_offset)
         while offset < end:
             mf = self.mfq.find_mapped_file_by_offset(offset)
             if mf is None:
                 return
             pos = offset - mf.file_from_offset
+            next_segment = mf.file_from_offset + self.file_size
             if pos + END_FILE_MIN_BLANK_LENGTH > mf.wrote_position:
-                offset = mf.file_from_offset + self.file_size
+                offset = next_segment
                 continue
             total, magic = _BLANK.unpack_from(mf.mm, pos)
             if magic == BLANK_MAGIC_CODE:
-                offset = mf.file_from_offset + self.file_size
+                offset = next_segment
                 continue
-            yield dispatch_request_from_record(mf.mm, pos, self.delay_levels)
+            try:
+                if magic != MESSAGE_MAGIC_CODE or total <= 0 or pos + total > mf.wrote_position:
+                    raise MessageDecodeError(f"bad record at {offset}: TOTALSIZE {total}")
+                req = dispatch_request_from_record(mf.mm, pos, self.delay_levels)
+            except MessageDecodeError as exc:
+                log.warn("store.redispatch_skipped", offset=offset,
+                         skipped_to=min(next_segment, end), error=str(exc))
+                offset = next_segment
+                continue
+            yield req
             offset += total
 
     def close(self) -> None:

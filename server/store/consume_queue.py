@@ -25,13 +25,18 @@ from collections.abc import Callable
 from .config import CQ_STORE_UNIT_SIZE
 from .mapped_file import MappedFile, MappedFileQueue
 
-__all__ = ["ConsumeQueue", "CQ_STORE_UNIT_SIZE", "CQ_UNIT"]
+__all__ = ["ConsumeQueue", "ConsumeQueueGapError", "CQ_STORE_UNIT_SIZE", "CQ_UNIT"]
 
 CQ_UNIT = struct.Struct(">qiq")
 _pack_unit = CQ_UNIT.pack
 _unpack_unit = CQ_UNIT.unpack_from
 _ZERO_UNIT = bytes(CQ_STORE_UNIT_SIZE)
 _BLANK_UNIT = _pack_unit(0, 0x7FFFFFFF, 0)
+_BLANK_SIZE = 0x7FFFFFFF
+
+
+class ConsumeQueueGapError(RuntimeError):
+    """A unit arrived for a queue offset beyond the queue's end (units are missing)."""
 
 
 class ConsumeQueue:
@@ -71,23 +76,57 @@ class ConsumeQueue:
             count -= 1
         return count
 
-    def recover(self) -> None:
-        """Trim the queue to its last valid unit, scanning the last three segments."""
+    def recover(self) -> str:
+        """Trim the queue to its last valid unit, scanning the last three segments.
+
+        Returns why the queue looks damaged ("" when it does not): a segment that ends
+        before a later one begins, or a last segment with no unit at all (a queue's
+        files exist only once a unit was written to them; a crash before its flush is
+        the benign case, and rebuilding such a queue costs only time).
+        """
         files = self.mfq.files
         if not files:
-            return
+            return ""
         index = max(len(files) - 3, 0)
         process = files[index].file_from_offset
+        damage = ""
         while index < len(files):
             mf = files[index]
             units = self._valid_units_in(mf)
             process = mf.file_from_offset + units * CQ_STORE_UNIT_SIZE
             if units * CQ_STORE_UNIT_SIZE < self.file_size:
+                if index + 1 < len(files):
+                    damage = f"segment {os.path.basename(mf.path)} ends at unit {units}, a later one follows"
+                elif units == 0:
+                    damage = f"segment {os.path.basename(mf.path)} holds no unit"
                 break
             index += 1
         self.mfq.truncate_dirty_files(process)
         self.mfq.reset_positions(process)
         self._refresh_max_physic_offset()
+        return damage
+
+    def check_against_log(self, record_at: Callable[[int, int], tuple[str, int, int] | None],
+                          min_phy_offset: int) -> str:
+        """Check the first and last unit of every segment against the commit log.
+
+        ``record_at(offset, size)`` returns the (topic, queueId, queueOffset) of the whole
+        record of that size at that offset, or None. Returns "" when every checked unit
+        names its own record, else what disagrees (a zeroed or foreign segment).
+        """
+        for mf in self.mfq.files:
+            n = mf.wrote_position // CQ_STORE_UNIT_SIZE
+            base = mf.file_from_offset // CQ_STORE_UNIT_SIZE
+            for i in ((0, n - 1) if n > 1 else (0,) if n else ()):
+                offset, size, _ = _unpack_unit(mf.mm, i * CQ_STORE_UNIT_SIZE)
+                if size == _BLANK_SIZE and offset == 0:
+                    continue  # a pre-blank unit (the log was cleaned before the queue began)
+                if offset < min_phy_offset and offset >= 0 and size > 0:
+                    continue  # its record was cleaned
+                got = record_at(offset, size)
+                if got != (self.topic, self.queue_id, base + i):
+                    return f"unit {base + i} -> {offset}/{size} names {got}"
+        return ""
 
     def _refresh_max_physic_offset(self) -> None:
         self.max_physic_offset = -1
@@ -165,7 +204,7 @@ class ConsumeQueue:
             return True
         if expect > current:
             # A hole in the queue would misnumber every later message; refuse loudly.
-            raise RuntimeError(
+            raise ConsumeQueueGapError(
                 f"consume queue {self.topic}:{self.queue_id} expected unit {current // CQ_STORE_UNIT_SIZE},"
                 f" got {cq_offset}"
             )

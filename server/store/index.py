@@ -35,6 +35,7 @@ Upstream: ``store/index/IndexService.java``, ``IndexFile.java``, ``IndexHeader.j
 
 from __future__ import annotations
 
+import contextlib
 import os
 import struct
 import time
@@ -126,6 +127,16 @@ class IndexFile:
     @property
     def is_empty(self) -> bool:
         return self.index_count <= 1
+
+    def header_problem(self) -> str:
+        """Why this file's header cannot be one this store wrote ("" when it can)."""
+        if not 1 <= self.index_count <= self.index_num:
+            return f"index count {self.index_count} outside 1..{self.index_num}"
+        if not 0 <= self.hash_slot_count <= self.hash_slot_num:
+            return f"hash slot count {self.hash_slot_count} outside 0..{self.hash_slot_num}"
+        if self.begin_phy_offset < 0 or self.end_phy_offset < self.begin_phy_offset:
+            return f"offsets {self.begin_phy_offset}..{self.end_phy_offset}"
+        return ""
 
     def put_key(self, key: str, phy_offset: int, store_timestamp: int) -> bool:
         """Add one entry; False when the file is full."""
@@ -272,7 +283,8 @@ class QueryOffsetResult:
 class IndexService:
     """The list of index files; writes go to the newest, queries walk newest to oldest."""
 
-    __slots__ = ("store_path", "hash_slot_num", "index_num", "files", "last_indexed_offset")
+    __slots__ = ("store_path", "hash_slot_num", "index_num", "files", "last_indexed_offset",
+                 "damage")
 
     def __init__(self, store_path: str, hash_slot_num: int, index_num: int) -> None:
         if hash_slot_num <= 0 or index_num <= 1:
@@ -283,16 +295,34 @@ class IndexService:
         self.files: list[IndexFile] = []
         # Commit-log offset of the newest record indexed; records at or below it are skipped.
         self.last_indexed_offset = -1
+        # Set by ``load``: why index files were dropped ("" when none was).
+        self.damage = ""
 
     def load(self) -> None:
+        """Map the index files. One that is not an index file of this configuration (wrong
+        size, a header that cannot be) is deleted with every newer one, and ``damage``
+        says so: recovery then re-indexes from the end of the last file kept."""
         if not os.path.isdir(self.store_path):
             return
         sweep_creating(self.store_path)
-        for name in sorted(os.listdir(self.store_path)):
-            if not name.isdigit():
-                continue
-            self.files.append(IndexFile(os.path.join(self.store_path, name), self.hash_slot_num,
-                                        self.index_num, create=False))
+        names = sorted(n for n in os.listdir(self.store_path) if n.isdigit())
+        for i, name in enumerate(names):
+            path = os.path.join(self.store_path, name)
+            try:
+                f = IndexFile(path, self.hash_slot_num, self.index_num, create=False)
+            except (ValueError, OSError) as exc:
+                reason = str(exc)
+            else:
+                reason = f.header_problem()
+                if not reason:
+                    self.files.append(f)
+                    continue
+                f.mf.close()
+            self.damage = f"index file {name}: {reason}"
+            for doomed in names[i:]:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(os.path.join(self.store_path, doomed))
+            break
 
     def recover(self, trusted_offset: int) -> int:
         """Drop files that may hold entries at or beyond ``trusted_offset``; return where to re-index.

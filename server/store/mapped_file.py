@@ -78,7 +78,8 @@ class MappedFile:
         "_lock", "_dir_synced", "last_modified_ms", "first_create_in_queue", "destroyed",
     )
 
-    def __init__(self, path: str, file_from_offset: int, file_size: int, *, create: bool) -> None:
+    def __init__(self, path: str, file_from_offset: int, file_size: int, *, create: bool,
+                 pad_short: bool = False) -> None:
         self.path = path
         self.file_from_offset = file_from_offset
         self.file_size = file_size
@@ -108,7 +109,12 @@ class MappedFile:
                         os.unlink(creating)
             else:
                 actual = os.fstat(fd).st_size
-                if actual != file_size:
+                if pad_short and actual < file_size:
+                    # A cut-short segment (a damaged disk or a copy that stopped): the
+                    # missing part reads as zeros, so recovery ends the data where it ends.
+                    log.warn("store.segment_padded", path=path, size=actual, expected=file_size)
+                    os.ftruncate(fd, file_size)
+                elif actual != file_size:
                     raise ValueError(
                         f"segment {path} is {actual} bytes, expected {file_size}; "
                         "the configured file size does not match the store on disk"
@@ -223,7 +229,7 @@ class MappedFile:
 class MappedFileQueue:
     """Ordered segments of one logical stream (the commit log, or one consume queue)."""
 
-    __slots__ = ("store_path", "file_size", "files", "flushed_where", "spares")
+    __slots__ = ("store_path", "file_size", "files", "flushed_where", "spares", "padded_from")
 
     def __init__(self, store_path: str, file_size: int) -> None:
         self.store_path = store_path
@@ -232,15 +238,26 @@ class MappedFileQueue:
         self.flushed_where = 0
         # Segments created ahead of need by ``reserve`` (not yet part of the stream).
         self.spares: list[MappedFile] = []
+        # Start offset of a last segment ``load`` found short and padded with zeros.
+        self.padded_from: int | None = None
 
     def load(self) -> None:
-        """Map every segment on disk, marking all of them fully written (recovery trims)."""
+        """Map every segment on disk, marking all of them fully written (recovery trims).
+
+        The last segment may be shorter than ``file_size`` (cut short by a damaged disk):
+        it is extended with zeros and ``padded_from`` names it, so recovery checks it.
+        Any other segment of the wrong size is a configuration mismatch (ValueError).
+        """
         if not os.path.isdir(self.store_path):
             return
         sweep_creating(self.store_path)
         names = sorted(n for n in os.listdir(self.store_path) if n.isdigit() and len(n) == 20)
-        for name in names:
-            mf = MappedFile(os.path.join(self.store_path, name), int(name), self.file_size, create=False)
+        for i, name in enumerate(names):
+            path = os.path.join(self.store_path, name)
+            last = i == len(names) - 1
+            if last and os.path.getsize(path) < self.file_size:
+                self.padded_from = int(name)
+            mf = MappedFile(path, int(name), self.file_size, create=False, pad_short=last)
             mf.wrote_position = mf.flushed_position = self.file_size
             self.files.append(mf)
 

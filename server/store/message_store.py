@@ -35,6 +35,14 @@ Writing (``put_message`` / ``put_messages``):
   (``set_message_arriving_listener``) before any flush wait.
 * ``append_observer`` (optional, metrics): called with the seconds a successful put spent
   reserving, appending and dispatching (the flush wait excluded).
+* Page cache busy (upstream ``isOSPageCacheBusy``): a put whose append and dispatch ran
+  longer than ``os_page_cache_busy_timeout_ms`` held the event loop as long as upstream's
+  put lock is held; ``os_page_cache_busy_until`` is then the ``time.perf_counter()`` at which
+  it ended (``-inf`` before any). Requests read before that moment waited behind it, and
+  the broker's send path answers them SYSTEM_BUSY ``[PCBUSY_CLEAN_QUEUE]``, as upstream's
+  fast failure empties the send queue while the page cache is busy. No put ever starts
+  while another's append runs, so OS_PAGECACHE_BUSY (``[PC_SYNCHRONIZED]``, a put checked
+  by another send thread during a long one) does not arise here.
 * Replication (``server/store/ha``, attached as ``store.ha``): every append wakes the HA
   writers; on a SYNC_MASTER a put that waits (``WAIT`` not ``"false"``) also waits for a
   slave to acknowledge its end offset: FLUSH_SLAVE_TIMEOUT after ``slave_timeout_ms``,
@@ -109,6 +117,7 @@ from .inner import (
     PutMessageStatus,
 )
 from .mapped_file import MappedFile
+from .recovery import RecoveryReport, StoreRecovery
 
 if TYPE_CHECKING:
     from .ha import HAService
@@ -321,6 +330,7 @@ class MessageStore:
         self.dispatcher = Dispatcher(self.find_or_create_consume_queue, self.index)
         self._listener: MessageArrivingListener | None = None
         self.append_observer: Callable[[float], None] | None = None
+        self.os_page_cache_busy_until = float("-inf")  # module docstring, "Page cache busy"
         # Replication, attached by the broker (server/store/ha); None in a bare store.
         self.ha: HAService | None = None
         self._executor: ThreadPoolExecutor | None = None
@@ -334,6 +344,8 @@ class MessageStore:
         self.last_exit_ok = True
         # Records the last start re-dispatched to the consume queues and the index.
         self.recovery_redispatched = 0
+        # What the last start's recovery found (None before a start, or on an empty log).
+        self.recovery: RecoveryReport | None = None
         self._lock_fd = -1
 
     # ------------------------------------------------------------------ lifecycle
@@ -373,45 +385,25 @@ class MessageStore:
         os.makedirs(cfg.store_path_root_dir, exist_ok=True)
         self._lock_store_dir()
         self.last_exit_ok = not self.abort_file.exists()
-        cp = self.checkpoint = StoreCheckpoint(cfg.checkpoint_path)
+        self.checkpoint = StoreCheckpoint(cfg.checkpoint_path)
         self.commit_log.load()
         self._load_consume_queues()
         if self.index is not None:
             self.index.load()
-        for cq in self.consume_queue_table.values():
-            cq.recover()
         if not self.commit_log.mfq.files:
             self._destroy_logics()
             self.commit_log.mfq.reset_positions(0)
             self.abort_file.create()
             return
-        start = cp.physic_offset if cp.loaded_ok else None
-        if self.last_exit_ok:
-            process = self.commit_log.recover(start_offset=start, fallback_last_files=3, zero_tail=False)
-        else:
-            process = self.commit_log.recover(start_offset=start, fallback_last_files=None, zero_tail=True)
-        for cq in self.consume_queue_table.values():
-            if cq.max_physic_offset > process:
-                cq.truncate_dirty_logic_files(process)
-        min_phy = self.commit_log.min_offset
-        logics_from = min(cp.logics_offset, process) if cp.loaded_ok else min_phy
-        dispatch_from = logics_from
-        if self.index is not None:
-            last_indexed = self.index.recover(min(cp.index_offset, process) if cp.loaded_ok else 0)
-            dispatch_from = min(dispatch_from, last_indexed if last_indexed >= 0 else min_phy)
-        dispatch_from = max(dispatch_from, min_phy)
-        self.dispatcher.dispatched_offset = dispatch_from
-        redispatched = 0
-        for req in self.commit_log.iter_dispatch_requests(dispatch_from, process):
-            self.dispatcher.dispatch(req)
-            redispatched += 1
-        self.dispatcher.dispatched_offset = process
-        self.recovery_redispatched = redispatched
+        report = self.recovery = StoreRecovery(self).run()
+        self.dispatcher.dispatched_offset = report.end
+        self.recovery_redispatched = report.redispatched
         self._recover_topic_queue_table()
-        self._last_physical_min_offset = min_phy
+        self._last_physical_min_offset = self.commit_log.min_offset
         self.abort_file.create()
-        log.info("store.recovered", last_exit_ok=self.last_exit_ok, max_phy_offset=process,
-                 redispatched=redispatched, dispatched_from=dispatch_from)
+        report.log_line()
+        log.info("store.recovered", last_exit_ok=self.last_exit_ok, max_phy_offset=report.end,
+                 redispatched=report.redispatched, dispatched_from=report.dispatched_from)
 
     def _lock_store_dir(self) -> None:
         """One store per directory (upstream locks ``<root>/lock`` the same way)."""
@@ -615,8 +607,7 @@ class MessageStore:
             return PutMessageResult(refused)
         if len(inner.topic.encode("utf-8")) > MAX_TOPIC_LENGTH:
             return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL)
-        observe = self.append_observer
-        started = _perf() if observe is not None else 0.0
+        started = _perf()
         commit_log = self.commit_log
         commit_log.apply_delay(inner)
         try:
@@ -627,8 +618,12 @@ class MessageStore:
         if result.status is not AppendMessageStatus.PUT_OK:
             return PutMessageResult(self._APPEND_STATUS[result.status], result)
         self._dispatch_inner(inner, result.wrote_bytes)
+        ended = _perf()
+        if (ended - started) * 1000.0 > self.config.os_page_cache_busy_timeout_ms:
+            self._page_cache_busy(started, ended)
+        observe = self.append_observer
         if observe is not None:
-            observe(_perf() - started)
+            observe(ended - started)
         return self._after_append(result, inner.properties)
 
     async def put_messages(self, inners: Sequence[MessageExtBrokerInner]) -> PutMessageResult:
@@ -655,8 +650,7 @@ class MessageStore:
         if (len(first.topic.encode("utf-8")) > MAX_TOPIC_LENGTH
                 or any(m.topic != first.topic or m.queue_id != first.queue_id for m in inners)):
             return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL)
-        observe = self.append_observer
-        started = _perf() if observe is not None else 0.0
+        started = _perf()
         try:
             self._reserve(first, len(inners), sum(self._key_count(m.properties) for m in inners))
             result = self.commit_log.append_batch(inners)
@@ -668,9 +662,19 @@ class MessageStore:
         for i, inner in enumerate(inners):
             nxt = inners[i + 1].commit_log_offset if i + 1 < len(inners) else end
             self._dispatch_inner(inner, nxt - inner.commit_log_offset)
+        ended = _perf()
+        if (ended - started) * 1000.0 > self.config.os_page_cache_busy_timeout_ms:
+            self._page_cache_busy(started, ended)
+        observe = self.append_observer
         if observe is not None:
-            observe(_perf() - started)
+            observe(ended - started)
         return self._after_append(result, first.properties)
+
+    def _page_cache_busy(self, started: float, ended: float) -> None:
+        """A put's append and dispatch ran past ``os_page_cache_busy_timeout_ms`` (module docstring)."""
+        self.os_page_cache_busy_until = ended
+        log.warning("store.page_cache_busy", put_ms=round((ended - started) * 1000.0, 1),
+                    os_page_cache_busy_timeout_ms=self.config.os_page_cache_busy_timeout_ms)
 
     def _after_append(self, result: AppendMessageResult, props: dict[str, str]
                       ) -> PutMessageResult | Awaitable[PutMessageResult]:
