@@ -37,6 +37,7 @@ _units = st.lists(st.tuples(st.sampled_from(["next", "gap", "far", "back"]),
        st.integers(0, 10**6), st.integers(0, 50), st.integers(0, 40), st.integers(0, 10**6),
        st.integers(0, 50), st.integers(0, 19))
 @example([("next", 250)] * 40, 1000, 32, 10**6, 10**7, 256 * 1024, 32, 64 * 1024, 8, 0)
+@example([("next", 1), ("far", 0)], 0, 2, -5, 0, 0, 0, 0, 0, 0)  # max_phy - offset < int64 min
 def test_c_walk_is_the_python_walk(shape: list[tuple[str, int]], first: int, max_msg_nums: int,
                                    max_phy: int, in_memory: int, bytes_mem: int, count_mem: int,
                                    bytes_disk: int, count_disk: int, tail: int) -> None:
@@ -57,8 +58,11 @@ def test_c_walk_is_the_python_walk(shape: list[tuple[str, int]], first: int, max
     expected = message_store.scan_units(memoryview(bytes(units)), *args)
     got = _native()(memoryview(bytes(units)), *args)
     if got is None and expected is not None:
-        # C hands back only where an offset sum leaves int64, which Python's ints absorb
+        # C hands back only where an offset sum or the distance max_phy - offset leaves
+        # int64, which Python's ints absorb
         runs = expected[0]
-        assert any(e > _I64 for _s, e in runs) or off > _I64
+        offsets = [u[0] for u in CQ_UNIT.iter_unpack(bytes(units[:len(units) - tail]))]
+        assert (any(e > _I64 for _s, e in runs) or off > _I64
+                or any(not -_I64 - 1 <= max_phy - o <= _I64 for o in offsets))
     else:
         assert got == expected
