@@ -12,6 +12,10 @@ stored message records:
 And one walk of the broker's: ``aiorocketmq.server.store._units`` (server/store/_units.c),
 the consume-queue units of an unfiltered pull (``message_store.scan_units``;
 tests/unit/test_store_scan_units.py).
+
+And the remoting header: ``aiorocketmq.protocol._command`` (protocol/_command.c), the
+ROCKETMQ header of a ``RemotingCommand`` both ways (``protocol/command.py``;
+tests/unit/test_command_native.py).
 """
 
 from setuptools import Extension, setup
@@ -24,4 +28,5 @@ setup(ext_modules=[
     Extension("aiorocketmq.protocol._message", ["protocol/_message.c"], **_COMMON),
     Extension("aiorocketmq.spark_sink._records", ["spark_sink/_records.c"], **_COMMON),
     Extension("aiorocketmq.server.store._units", ["server/store/_units.c"], **_COMMON),
+    Extension("aiorocketmq.protocol._command", ["protocol/_command.c"], **_COMMON),
 ])

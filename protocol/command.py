@@ -10,7 +10,10 @@ takes the frame *without* its 4-byte length prefix (what ``FrameDecoder`` hands 
 JSON headers are written as fastjson writes ``RemotingCommand`` (REMOTING.md 2.2):
 keys alphabetical, nulls omitted, ``language`` by name, ``serializeTypeCurrentRPC``
 present, ``extFields`` values strings in Java ``HashMap`` order. ROCKETMQ headers follow
-``RocketMQSerializable`` byte for byte (REMOTING.md 2.3).
+``RocketMQSerializable`` byte for byte (REMOTING.md 2.3); where the optional C module
+``_command`` (protocol/_command.c) is built it reads and writes them, handing anything
+unusual back to ``_decode_rocketmq_header_py`` / ``_encode_rocketmq_header_py``, which stay
+the reference (and raise the errors).
 """
 
 from __future__ import annotations
@@ -23,6 +26,13 @@ from typing import Any
 from .codes import CURRENT_VERSION, LanguageCode, RpcFlag, SerializeType
 from .errors import HeaderError, ProtocolError
 from .javautil import java_hashmap_order
+
+try:
+    from ._command import decode_rocketmq_header as _c_decode_rocketmq
+    from ._command import encode_rocketmq_header as _c_encode_rocketmq
+except ImportError:  # built without a C compiler: the ROCKETMQ header codec runs in Python
+    _c_decode_rocketmq = None  # type: ignore[assignment]
+    _c_encode_rocketmq = None  # type: ignore[assignment]
 
 __all__ = ["RemotingCommand", "next_opaque"]
 
@@ -41,6 +51,7 @@ def next_opaque() -> int:
 
 _LANG_BY_NAME = {lc.name: lc for lc in LanguageCode}
 _JSON = SerializeType.JSON
+_ROCKETMQ = SerializeType.ROCKETMQ
 _new_command = object.__new__
 _str_type = str
 _RESPONSE_FLAG = int(RpcFlag.RESPONSE)  # ints: Flag arithmetic is Python code in enum
@@ -217,6 +228,14 @@ class RemotingCommand:
         ).encode()
 
     def _encode_rocketmq_header(self) -> bytes:
+        if _c_encode_rocketmq is not None:
+            header = _c_encode_rocketmq(self)
+            if header is not None:
+                return header
+        return self._encode_rocketmq_header_py()
+
+    def _encode_rocketmq_header_py(self) -> bytes:
+        """The ROCKETMQ header in Python: the reference, and what the C encoder leaves."""
         remark = self.remark.encode("utf-8") if self.remark else b""
         out = bytearray(
             _BIN_FIXED.pack(self.code, self.language, self.version, self.opaque, self.flag,
@@ -276,10 +295,12 @@ class RemotingCommand:
             raise ProtocolError(f"header length {hlen} exceeds frame payload {n - 4}")
         mv = memoryview(payload)
         header = mv[4 : 4 + hlen]
-        if stype == SerializeType.JSON:
+        if stype == _JSON:
             cmd = cls._decode_json_header(header)
-        elif stype == SerializeType.ROCKETMQ:
-            cmd = cls._decode_rocketmq_header(header)
+        elif stype == _ROCKETMQ:
+            # _decode_rocketmq_header inlined: the C decoder, then Python for what it leaves.
+            c_cmd = None if _c_decode_rocketmq is None else _c_decode_rocketmq(header, cls, _ROCKETMQ)
+            cmd = c_cmd if c_cmd is not None else cls._decode_rocketmq_header_py(header)
         else:
             raise ProtocolError(f"unknown serialize type {stype}")
         if n > 4 + hlen:
@@ -403,6 +424,15 @@ class RemotingCommand:
 
     @classmethod
     def _decode_rocketmq_header(cls, header: memoryview) -> RemotingCommand:
+        if _c_decode_rocketmq is not None:
+            cmd = _c_decode_rocketmq(header, cls, _ROCKETMQ)
+            if cmd is not None:
+                return cmd
+        return cls._decode_rocketmq_header_py(header)
+
+    @classmethod
+    def _decode_rocketmq_header_py(cls, header: memoryview) -> RemotingCommand:
+        """The ROCKETMQ header in Python: the reference, and what the C decoder leaves."""
         data = bytes(header)  # one small copy; bytes slicing beats memoryview objects here
         hlen = len(data)
         if hlen < _BIN_FIXED.size + 4:

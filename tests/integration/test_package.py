@@ -61,7 +61,9 @@ def test_wheel_has_one_top_level_name(wheel: Path) -> None:
     assert "License-Expression: Apache-2.0" in metadata
     # The C modules (setup.py) are compiled into the wheel (a C compiler is part of the
     # toolchain here), each with its type stub; the C sources are not shipped.
-    for module in ("protocol/_message", "spark_sink/_records", "server/store/_units"):
+    for module in (
+        "protocol/_message", "spark_sink/_records", "server/store/_units", "protocol/_command",
+    ):
         assert any(n.startswith(f"aiorocketmq/{module}.") and n.endswith(".so")
                    for n in names), [n for n in names if module in n]
         assert f"aiorocketmq/{module}.pyi" in names

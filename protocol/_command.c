@@ -1,0 +1,307 @@
+/* aiorocketmq.protocol._command: the ROCKETMQ header of a RemotingCommand, both ways.
+ *
+ * The compiled twin of protocol/command.py's ``_decode_rocketmq_header_py`` and
+ * ``_encode_rocketmq_header_py`` (upstream ``RocketMQSerializable``), built from source by
+ * pip (setuptools, optional: without a C compiler command.py does both in Python, and the
+ * Python functions stay the reference). The layout, big-endian::
+ *
+ *     int16 code | int8 language | int16 version | int32 opaque | int32 flag
+ *     | int32 remarkLength | remark (UTF-8)
+ *     | int32 extFieldsLength | { int16 keyLength | key | int32 valueLength | value }*
+ *
+ * decode_rocketmq_header(header, command_type, serialize_type) -> RemotingCommand | None
+ *
+ *   header: a bytes-like object holding the header and nothing else (anything else, a
+ *   non-contiguous view included, is handed back).
+ *   command_type: protocol.command.RemotingCommand (its slots are written directly: the
+ *   first call looks their offsets up and checks they are object slots).
+ *   Gives what the Python decoder gives: code, language, version, opaque and flag as ints,
+ *   remark None when its length is 0, ext_fields None when its length is 0 (else a dict in
+ *   wire order; a repeated key keeps its first place and takes the last value), body None,
+ *   serialize_type the object passed.
+ *   Returns None for anything the Python decoder raises on (a length past its bounds, a
+ *   key length of 0x8000 or more, text that is not strict UTF-8, trailing bytes) and for a
+ *   type with anything but slots; the caller then runs the Python decoder, which raises.
+ *
+ * encode_rocketmq_header(command) -> bytes | None
+ *
+ *   The header bytes, as the Python encoder writes them: remark None or "" as length 0,
+ *   ext_fields None or {} as length 0, dict order, None keys and values skipped.
+ *   Returns None for anything else (a number out of its field's range or not an int, a
+ *   remark or key or value that is not exactly a str or has a lone surrogate, ext_fields
+ *   not exactly a dict, a key over 32767 bytes, a map over 2**31-1 bytes, an unset slot);
+ *   the caller then runs the Python encoder, which writes it or raises.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <structmember.h>
+#include "_stored_record.h"
+
+#define FIXED 17  /* code .. remarkLength */
+#define INT32_LIMIT 0x7FFFFFFF
+
+enum { S_CODE, S_LANGUAGE, S_VERSION, S_OPAQUE, S_FLAG, S_REMARK, S_EXT_FIELDS, S_BODY,
+       S_SERIALIZE_TYPE, N_SLOTS };
+static const char *SLOT_NAMES[N_SLOTS] = {
+    "code", "language", "version", "opaque", "flag", "remark", "ext_fields", "body",
+    "serialize_type",
+};
+static PyTypeObject *slots_of;  /* the type the offsets below are for (a strong ref) */
+static Py_ssize_t slot_offset[N_SLOTS];
+
+/* 0 when ``tp``'s slots are known (looked up once per type), -1 with an exception set,
+ * 1 when ``tp`` is not a slots-only type whose fields are all object slots. */
+static int resolve_slots(PyTypeObject *tp) {
+    if (tp == slots_of) return 0;
+    if (tp->tp_dictoffset || tp->tp_itemsize) return 1;
+    Py_ssize_t offsets[N_SLOTS];  /* kept only once every one is found */
+    for (int i = 0; i < N_SLOTS; i++) {
+        PyObject *d = PyObject_GetAttrString((PyObject *)tp, SLOT_NAMES[i]);
+        if (!d) {
+            if (!PyErr_ExceptionMatches(PyExc_AttributeError)) return -1;
+            PyErr_Clear();
+            return 1;
+        }
+        int ok = Py_IS_TYPE(d, &PyMemberDescr_Type)
+            && ((PyMemberDescrObject *)d)->d_member->type == T_OBJECT_EX;
+        if (ok) offsets[i] = ((PyMemberDescrObject *)d)->d_member->offset;
+        Py_DECREF(d);
+        if (!ok) return 1;
+    }
+    memcpy(slot_offset, offsets, sizeof offsets);
+    Py_XSETREF(slots_of, (PyTypeObject *)Py_NewRef(tp));
+    return 0;
+}
+
+static inline PyObject **slot(PyObject *o, int i) {
+    return (PyObject **)((char *)o + slot_offset[i]);
+}
+
+/* Strict UTF-8 text; NULL with an exception set, or NULL and *bad = 1 for text Python's
+ * decoder refuses (UnicodeDecodeError: the caller hands the header back). */
+static PyObject *text(const unsigned char *s, Py_ssize_t n, int *bad) {
+    PyObject *t = PyUnicode_DecodeUTF8((const char *)s, n, NULL);
+    if (!t && PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)) {
+        PyErr_Clear();
+        *bad = 1;
+    }
+    return t;
+}
+
+static inline int16_t be16(const unsigned char *p) {
+    return (int16_t)((uint16_t)p[0] << 8 | p[1]);
+}
+
+static PyObject *decode_rocketmq_header(PyObject *Py_UNUSED(module), PyObject *const *args,
+                                        Py_ssize_t nargs) {
+    if (nargs != 3 || !PyType_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError,
+                        "decode_rocketmq_header(header, command_type, serialize_type)");
+        return NULL;
+    }
+    PyTypeObject *tp = (PyTypeObject *)args[1];
+    int r = resolve_slots(tp);
+    if (r) return r < 0 ? NULL : Py_NewRef(Py_None);
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) {
+        /* not one contiguous bytes-like object: bytes() in the Python decoder decides */
+        if (!PyErr_ExceptionMatches(PyExc_TypeError)
+            && !PyErr_ExceptionMatches(PyExc_BufferError))
+            return NULL;
+        PyErr_Clear();
+        return Py_NewRef(Py_None);
+    }
+    const unsigned char *p = view.buf;
+    const Py_ssize_t hlen = view.len;
+    PyObject *remark = NULL, *ext = NULL, *cmd = NULL;
+    int bad = 0;
+
+    if (hlen < FIXED + 4) goto back;
+    Py_ssize_t pos = FIXED;
+    int32_t rlen = be32(p + 13);
+    if (rlen < 0 || rlen > hlen - pos - 4) goto back;
+    if (rlen) {
+        if (!(remark = text(p + pos, rlen, &bad))) goto fail;
+        pos += rlen;
+    }
+    int32_t elen = be32(p + pos);
+    pos += 4;
+    if (elen < 0 || elen > hlen - pos) goto back;
+    const Py_ssize_t end = pos + elen;
+    if (end != hlen) goto back;  /* trailing bytes */
+    if (elen) {
+        if (!(ext = PyDict_New())) goto fail;
+        while (pos < end) {
+            if (end - pos < 2) goto back;
+            Py_ssize_t klen = (uint16_t)be16(p + pos);
+            pos += 2;
+            if (klen >= 0x8000 || klen + 4 > end - pos) goto back;
+            PyObject *key = text(p + pos, klen, &bad);
+            if (!key) goto fail;
+            pos += klen;
+            int32_t vlen = be32(p + pos);
+            pos += 4;
+            if (vlen < 0 || vlen > end - pos) {
+                Py_DECREF(key);
+                goto back;
+            }
+            PyObject *value = text(p + pos, vlen, &bad);
+            pos += vlen;
+            int err = !value || PyDict_SetItem(ext, key, value) < 0;
+            Py_DECREF(key);
+            Py_XDECREF(value);
+            if (err) goto fail;
+        }
+    }
+    PyObject *fields[N_SLOTS];
+    fields[S_CODE] = PyLong_FromLong(be16(p));
+    fields[S_LANGUAGE] = PyLong_FromLong((int8_t)p[2]);
+    fields[S_VERSION] = PyLong_FromLong(be16(p + 3));
+    fields[S_OPAQUE] = PyLong_FromLong(be32(p + 5));
+    fields[S_FLAG] = PyLong_FromLong(be32(p + 9));
+    fields[S_REMARK] = remark ? remark : Py_NewRef(Py_None);
+    fields[S_EXT_FIELDS] = ext ? ext : Py_NewRef(Py_None);
+    fields[S_BODY] = Py_NewRef(Py_None);
+    fields[S_SERIALIZE_TYPE] = Py_NewRef(args[2]);
+    remark = ext = NULL;  /* owned by fields now */
+    int ok = 1;
+    for (int i = 0; i < N_SLOTS; i++) ok &= fields[i] != NULL;
+    if (ok) cmd = tp->tp_alloc(tp, 0);
+    for (int i = 0; i < N_SLOTS; i++) {
+        if (cmd) *slot(cmd, i) = fields[i];  /* the new object's slots are all NULL */
+        else Py_XDECREF(fields[i]);
+    }
+    PyBuffer_Release(&view);
+    return cmd;
+fail:
+    if (!bad) {
+        Py_XDECREF(remark);
+        Py_XDECREF(ext);
+        PyBuffer_Release(&view);
+        return NULL;
+    }
+back:  /* not what the Python decoder reads without raising: it decodes (and raises) */
+    Py_XDECREF(remark);
+    Py_XDECREF(ext);
+    PyBuffer_Release(&view);
+    return Py_NewRef(Py_None);
+}
+
+/* An int slot's value if it is an int in [lo, hi]; 0 (and no exception) otherwise. */
+static int int_field(PyObject *v, long lo, long hi, long *out) {
+    if (!v || !PyLong_Check(v)) return 0;
+    int overflow;
+    long x = PyLong_AsLongAndOverflow(v, &overflow);
+    if (overflow || x < lo || x > hi) return 0;  /* (-1 with overflow set: no exception) */
+    *out = x;
+    return 1;
+}
+
+/* The UTF-8 of an exact str; 0 and no exception when there is none (a lone surrogate). */
+static int utf8_of(PyObject *s, const char **out, Py_ssize_t *n) {
+    if (!PyUnicode_CheckExact(s)) return 0;
+    *out = PyUnicode_AsUTF8AndSize(s, n);
+    if (*out) return 1;
+    PyErr_Clear();  /* UnicodeEncodeError (or MemoryError): the Python encoder's to raise */
+    return 0;
+}
+
+typedef struct { const char *key, *value; Py_ssize_t klen, vlen; } Field;
+
+static inline unsigned char *put32(unsigned char *w, uint32_t x) {
+    w[0] = (unsigned char)(x >> 24);
+    w[1] = (unsigned char)(x >> 16);
+    w[2] = (unsigned char)(x >> 8);
+    w[3] = (unsigned char)x;
+    return w + 4;
+}
+
+static PyObject *encode_rocketmq_header(PyObject *Py_UNUSED(module), PyObject *cmd) {
+    int r = resolve_slots(Py_TYPE(cmd));
+    if (r) return r < 0 ? NULL : Py_NewRef(Py_None);
+    long code, language, version, opaque, flag;
+    if (!int_field(*slot(cmd, S_CODE), -0x8000, 0x7FFF, &code)
+        || !int_field(*slot(cmd, S_LANGUAGE), -0x80, 0x7F, &language)
+        || !int_field(*slot(cmd, S_VERSION), -0x8000, 0x7FFF, &version)
+        || !int_field(*slot(cmd, S_OPAQUE), -INT32_LIMIT - 1, INT32_LIMIT, &opaque)
+        || !int_field(*slot(cmd, S_FLAG), -INT32_LIMIT - 1, INT32_LIMIT, &flag))
+        return Py_NewRef(Py_None);
+    PyObject *remark = *slot(cmd, S_REMARK), *ef = *slot(cmd, S_EXT_FIELDS);
+    if (!remark || !ef) return Py_NewRef(Py_None);
+    const char *rs = NULL;
+    Py_ssize_t rlen = 0;
+    if (remark != Py_None && !(PyUnicode_CheckExact(remark) && PyUnicode_GET_LENGTH(remark) == 0)
+        && !utf8_of(remark, &rs, &rlen))
+        return Py_NewRef(Py_None);
+    if (rlen > INT32_LIMIT) return Py_NewRef(Py_None);
+    Py_ssize_t count = 0;
+    if (ef != Py_None) {
+        if (!PyDict_CheckExact(ef)) return Py_NewRef(Py_None);
+        count = PyDict_GET_SIZE(ef);
+    }
+    /* Pass 1: every key and value's UTF-8 and the map's length. No Python code runs from
+     * here to the end, so the dict cannot change under the pointers kept. */
+    Field stack_fields[32];
+    Field *fields = stack_fields;
+    if (count > 32 && !(fields = PyMem_Malloc((size_t)count * sizeof(Field))))
+        return PyErr_NoMemory();
+    PyObject *out = Py_None;  /* Py_None: hand back; NULL: error */
+    Py_ssize_t n = 0, area = 0, i = 0;
+    PyObject *k, *v;
+    while (count && PyDict_Next(ef, &i, &k, &v)) {
+        if (k == Py_None || v == Py_None) continue;
+        Field *f = &fields[n];
+        if (!utf8_of(k, &f->key, &f->klen) || !utf8_of(v, &f->value, &f->vlen)
+            || f->klen > 0x7FFF || f->vlen > INT32_LIMIT - area)
+            goto done;
+        area += 2 + f->klen + 4 + f->vlen;
+        if (area > INT32_LIMIT) goto done;
+        n++;
+    }
+    /* Pass 2: the bytes. */
+    out = PyBytes_FromStringAndSize(NULL, FIXED + rlen + 4 + area);
+    if (!out) goto done;
+    unsigned char *w = (unsigned char *)PyBytes_AS_STRING(out);
+    w[0] = (unsigned char)(code >> 8);
+    w[1] = (unsigned char)code;
+    w[2] = (unsigned char)language;
+    w[3] = (unsigned char)(version >> 8);
+    w[4] = (unsigned char)version;
+    w = put32(w + 5, (uint32_t)opaque);
+    w = put32(w, (uint32_t)flag);
+    w = put32(w, (uint32_t)rlen);
+    if (rlen) memcpy(w, rs, (size_t)rlen);
+    w = put32(w + rlen, (uint32_t)area);
+    for (Py_ssize_t j = 0; j < n; j++) {
+        const Field *f = &fields[j];
+        *w++ = (unsigned char)(f->klen >> 8);
+        *w++ = (unsigned char)f->klen;
+        memcpy(w, f->key, (size_t)f->klen);
+        w = put32(w + f->klen, (uint32_t)f->vlen);
+        memcpy(w, f->value, (size_t)f->vlen);
+        w += f->vlen;
+    }
+done:
+    if (fields != stack_fields) PyMem_Free(fields);
+    return out == Py_None ? Py_NewRef(Py_None) : out;
+}
+
+static PyMethodDef methods[] = {
+    {"decode_rocketmq_header", (PyCFunction)(void (*)(void))decode_rocketmq_header,
+     METH_FASTCALL,
+     "decode_rocketmq_header(header, command_type, serialize_type) -> command | None "
+     "(see the module source's head comment)"},
+    {"encode_rocketmq_header", encode_rocketmq_header, METH_O,
+     "encode_rocketmq_header(command) -> bytes | None (see the module source's head comment)"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "_command",
+    "The ROCKETMQ header of a RemotingCommand (the C twin of command.py's codec).",
+    -1, methods, NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC PyInit__command(void) {
+    return PyModule_Create(&module);
+}
