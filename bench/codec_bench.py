@@ -5,6 +5,11 @@
   11-message pull body) repeated until there are 32; each stored record carries its own
   length, so repeating whole records keeps the body well formed.
 
+Then the ROCKETMQ header alone (the broker's send path: a captured SEND_MESSAGE_V2 request
+decoded, its captured response encoded), in µs per call through ``RemotingCommand``'s codec
+(C where ``protocol/_command.c`` is built) and through the Python reference; and the JSON
+header decode of the same request for comparison.
+
 Prints one line per case; asserts nothing. Run: ``.venv/bin/python -m aiorocketmq.bench.codec_bench``.
 """
 
@@ -19,6 +24,7 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a script: make the repo root importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from aiorocketmq.protocol import command as command_module
 from aiorocketmq.protocol.codes import RequestCode, SerializeType
 from aiorocketmq.protocol.command import RemotingCommand
 from aiorocketmq.protocol.frame import FrameDecoder
@@ -81,12 +87,45 @@ def bench(name: str, cmd: RemotingCommand) -> None:
           f"decode {dec:>10,.0f}/s  stream-decode {stream_rate:>10,.0f}/s")
 
 
+def send_response(serialize: str) -> RemotingCommand:
+    rec = frames_where(request_code=RequestCode.SEND_MESSAGE_V2, is_response=True,
+                       serialize=serialize)[0]
+    return RemotingCommand.decode(frame_bytes(rec["id"])[4:])
+
+
+def header_codec() -> None:
+    """µs per ROCKETMQ header decode / encode: the codec as dispatched, and Python's."""
+    request, response = send_request("ROCKETMQ"), send_response("ROCKETMQ")
+    header = memoryview(request.encode_header())
+    cls = RemotingCommand
+    json_header = memoryview(send_request("JSON").encode_header())
+    native = "C" if command_module._c_decode_rocketmq is not None else "not built"
+    cases: list[tuple[str, Callable[[], object], Callable[[], object] | None]] = [
+        (f"decode SEND_MESSAGE_V2 request ({len(header)} B)",
+         lambda: cls._decode_rocketmq_header(header),
+         lambda: cls._decode_rocketmq_header_py(header)),
+        ("encode SEND_MESSAGE_V2 request", request._encode_rocketmq_header,
+         request._encode_rocketmq_header_py),
+        (f"encode its response ({len(response.encode_header())} B)",
+         response._encode_rocketmq_header, response._encode_rocketmq_header_py),
+        (f"JSON: decode the request ({len(json_header)} B)",
+         lambda: cls._decode_json_header(json_header), None),
+    ]
+    print(f"ROCKETMQ header codec, µs per call (codec: {native}; then the Python reference)")
+    for name, codec, reference in cases:
+        line = f"  {name:<40} {1e6 / rate(codec):>7.3f} µs"
+        if reference is not None:
+            line += f"   python {1e6 / rate(reference):>7.3f} µs"
+        print(line)
+
+
 def main() -> None:
     print(f"python {sys.version.split()[0]}; rates in commands per second")
     bench("SEND_MESSAGE_V2 request", send_request("JSON"))
     bench("SEND_MESSAGE_V2 request", send_request("ROCKETMQ"))
     bench("PULL_MESSAGE resp 32 msgs", pull_response_32(SerializeType.JSON))
     bench("PULL_MESSAGE resp 32 msgs", pull_response_32(SerializeType.ROCKETMQ))
+    header_codec()
 
 
 if __name__ == "__main__":
