@@ -35,7 +35,8 @@ import mmap
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import ClassVar
 
 from aiorocketmq.logs import get_logger
 
@@ -77,6 +78,11 @@ class MappedFile:
         "path", "file_from_offset", "file_size", "mm", "wrote_position", "flushed_position",
         "_lock", "_dir_synced", "last_modified_ms", "first_create_in_queue", "destroyed",
     )
+
+    # Called as ``durable_observer(path, end)`` after each flush, on the flushing thread,
+    # once bytes ``[0, end)`` of the file at ``path`` are on disk (msync + fdatasync done);
+    # before the flush's caller learns of it. Durability tests record it; None otherwise.
+    durable_observer: ClassVar[Callable[[str, int], None] | None] = None
 
     def __init__(self, path: str, file_from_offset: int, file_size: int, *, create: bool,
                  pad_short: bool = False) -> None:
@@ -188,6 +194,9 @@ class MappedFile:
                 _fsync_dir(os.path.dirname(self.path))
                 self._dir_synced = True
             self.flushed_position = wrote
+            observer = MappedFile.durable_observer
+            if observer is not None:
+                observer(self.path, wrote)
             return wrote
 
     # -- lifecycle --
