@@ -12,10 +12,11 @@ Upstream ``consumer.store.{OffsetStore,RemoteBrokerOffsetStore,LocalFileOffsetSt
   ``<dir>/<clientId>/<group>/offsets.json`` in upstream's ``OffsetSerializeWrapper``
   layout ``{"offsetTable":{{"brokerName":..,"queueId":..,"topic":..}:offset}}`` (fastjson
   object keys), written atomically (temp file, fsync, rename, previous copy kept as
-  ``.bak``, which ``load`` falls back to). ``dir`` defaults to ``~/.rocketmq_offsets``
-  (upstream ``rocketmq.client.localOffsetStoreDir``; our env var
-  ``ROCKETMQ_CLIENT_LOCAL_OFFSET_STORE_DIR``). We write the compact form, not fastjson's
-  pretty one; both readers accept either.
+  ``.bak``, which ``load`` falls back to), one write at a time in call order, each to its
+  end even when its caller is cancelled (``atomic_file.AtomicFileWriter``). ``dir``
+  defaults to ``~/.rocketmq_offsets`` (upstream ``rocketmq.client.localOffsetStoreDir``;
+  our env var ``ROCKETMQ_CLIENT_LOCAL_OFFSET_STORE_DIR``). We write the compact form, not
+  fastjson's pretty one; both readers accept either.
 
 ``update_offset(mq, offset, increase_only=True)`` never moves an offset backwards; with
 ``increase_only=False`` it sets it (offset resets, OFFSET_ILLEGAL).
@@ -35,7 +36,7 @@ from aiorocketmq.protocol import fastjson
 from aiorocketmq.protocol.bodies import MessageQueue
 from aiorocketmq.protocol.errors import MQBrokerError, MQClientError, ProtocolError
 
-from .atomic_file import write_file_atomic
+from .atomic_file import AtomicFileWriter, remove_stale_temp_files
 
 __all__ = [
     "ReadOffsetType",
@@ -187,6 +188,7 @@ class LocalFileOffsetStore(OffsetStore):
         super().__init__(group)
         base = Path(base_dir) if base_dir is not None else default_local_offset_dir()
         self.path = base / client_id / group / "offsets.json"
+        self._writer = AtomicFileWriter(self.path, backup=True)
 
     @staticmethod
     def _decode(data: bytes) -> dict[MessageQueue, int]:
@@ -217,6 +219,10 @@ class LocalFileOffsetStore(OffsetStore):
                 log.warning("client.offset_store.bad_file", path=str(candidate), error=str(exc))
         return {}
 
+    def _load_file(self) -> dict[MessageQueue, int]:
+        remove_stale_temp_files(self.path)
+        return self._read_file()
+
     async def load(self) -> None:
         """Read the file (or its ``.bak``); a file that exists but does not parse raises.
 
@@ -224,7 +230,7 @@ class LocalFileOffsetStore(OffsetStore):
             MQClientError: neither the file nor its backup could be read.
         """
         try:
-            table = await asyncio.to_thread(self._read_file)
+            table = await asyncio.to_thread(self._load_file)
         except OSError as exc:
             raise MQClientError(f"cannot read local offsets {self.path}: {exc}") from exc
         self._table.update(table)
@@ -250,9 +256,11 @@ class LocalFileOffsetStore(OffsetStore):
         keep = set(mqs)
         if not keep:
             return
-        snapshot = {mq: off for mq, off in self._table.items() if mq in keep}
-        data = self._encode(snapshot)
-        await asyncio.to_thread(write_file_atomic, self.path, data, backup=True)
+
+        def encode() -> bytes:  # the offsets as they are when this write's turn comes
+            return self._encode({mq: off for mq, off in self._table.items() if mq in keep})
+
+        await self._writer.write(encode)
 
     async def persist(self, mq: MessageQueue) -> None:
         """Upstream persists only in ``persist_all`` for local stores."""

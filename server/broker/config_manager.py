@@ -8,14 +8,17 @@ snapshot; should one entry not encode (a name the edge checks let through by mis
 that entry is left out, logged once with the file and the entry, and every other entry
 is still written: one entry can never block its file. ``load()`` reads the file, falling
 back to ``<file>.bak`` when the file is missing, empty or does not decode, as upstream
-does. Writes are atomic: temp file, fsync, previous file kept as ``.bak``, rename,
-directory fsync, so a failed write leaves the previous file intact.
+does, and first removes the temp files a crash left. Writes are atomic: temp file, fsync,
+previous file kept as ``.bak``, rename, directory fsync, so a failed write leaves the
+previous file intact.
 
 Writes never block the event loop: ``mark_dirty()`` (callable from plain handlers) wakes
 the manager's ``_persist_routine``, which encodes on the loop and writes in a worker
-thread; bursts coalesce into one write. ``persist()`` awaits one write; ``stop()``
-writes whatever is dirty and ends the routine. ``persist_sync()`` is for shutdown paths
-without a loop and for tests.
+thread; bursts coalesce into one write. ``persist()`` awaits one write; writes run one at
+a time, each encoding the table when its turn comes and finishing even if its caller is
+cancelled, so the file ends at the newest table (``client.atomic_file.AtomicFileWriter``).
+``stop()`` writes whatever is dirty and ends the routine. ``persist_sync()`` is for
+shutdown paths without a loop and for tests.
 """
 
 from __future__ import annotations
@@ -24,7 +27,11 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from aiorocketmq.client.atomic_file import write_file_atomic
+from aiorocketmq.client.atomic_file import (
+    AtomicFileWriter,
+    remove_stale_temp_files,
+    write_file_atomic,
+)
 from aiorocketmq.logs import get_logger
 
 __all__ = ["ConfigManager", "write_file_atomic"]
@@ -41,7 +48,7 @@ class ConfigManager:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self._dirty = asyncio.Event()
-        self._write_lock = asyncio.Lock()
+        self._writer = AtomicFileWriter(self.path, backup=True)
         self._task: asyncio.Task[None] | None = None
         self._stopping = False
         self._unwritable: set[str] = set()  # entries already logged as not encodable
@@ -84,6 +91,7 @@ class ConfigManager:
 
     def load(self) -> bool:
         """Load the file or its ``.bak``; ``True`` also when neither exists (fresh store)."""
+        remove_stale_temp_files(self.path)
         for candidate in (self.path, self.path.with_name(self.path.name + ".bak")):
             try:
                 data = candidate.read_bytes()
@@ -110,11 +118,13 @@ class ConfigManager:
         write_file_atomic(self.path, self.encode(), backup=True)
 
     async def persist(self) -> None:
-        """Encode now, write in a worker thread; writes never interleave."""
-        self._dirty.clear()
-        data = self.encode()
-        async with self._write_lock:
-            await asyncio.to_thread(write_file_atomic, self.path, data, backup=True)
+        """Write the table in a worker thread, encoded when this write's turn comes."""
+
+        def encode() -> bytes:
+            self._dirty.clear()  # this write carries every change made so far
+            return self.encode()
+
+        await self._writer.write(encode)
 
     def start(self) -> None:
         if self._task is None:

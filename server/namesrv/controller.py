@@ -2,7 +2,8 @@
 
 Upstream ``NamesrvController`` + ``BrokerHousekeepingService``:
 
-* ``start()``: load the KV file, bind the RemotingServer (port 0 picks a free port), then
+* ``start()``: load the KV file (and drop the temp files a crash left next to it and the
+  configuration file), bind the RemotingServer (port 0 picks a free port), then
   create ``_scan_task`` running ``_scan_routine``, which every ``scanNotActiveBrokerInterval``
   removes brokers silent for longer than ``brokerChannelExpiredTime`` and closes their
   connections (upstream: every 10 s after 5 s, 120 s).
@@ -22,7 +23,9 @@ from __future__ import annotations
 
 import asyncio
 import time
+from pathlib import Path
 
+from aiorocketmq.client.atomic_file import remove_stale_temp_files
 from aiorocketmq.logs import get_logger
 from aiorocketmq.protocol.channel import Channel
 from aiorocketmq.protocol.tls import TlsConfig
@@ -86,6 +89,8 @@ class NamesrvController:
         self._started = True
         try:
             self.kv.load()
+            if self.config.config_store_path:
+                remove_stale_temp_files(Path(self.config.config_store_path))
             await self.server.start()
             # Port 0 means "any": report the port actually bound (GET_NAMESRV_CONFIG).
             self.config.listen_port = self.server.port

@@ -12,21 +12,23 @@ Contract:
   temporary sibling, fsynced, renamed over the old one and the directory fsynced, on a
   worker thread so the loop never blocks on the disk. Concurrent changes coalesce: one
   write carries every change made before it started, and each caller waits only for the
-  first write that includes its own change.
+  first write that includes its own change. Writes run one at a time, each to its end even
+  when its caller is cancelled (a client hanging up mid-request), so the file always ends
+  at the newest state written (``client.atomic_file.AtomicFileWriter``).
 * ``put`` refuses (``ValueError``, nothing changed) a namespace, key or value that UTF-8
   cannot write, so the file always holds every entry in memory.
 * ``load()`` runs once before serving; a file that does not parse is an error (upstream
   fails its start the same way) rather than silently starting empty and overwriting it.
+  It also removes the temp files a crash left next to the file.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 from pathlib import Path
 
-from aiorocketmq.client.atomic_file import write_file_atomic
+from aiorocketmq.client.atomic_file import AtomicFileWriter, remove_stale_temp_files
 from aiorocketmq.logs import get_logger
 from aiorocketmq.protocol.validation import text_problem
 
@@ -42,14 +44,14 @@ class KVConfigLoadError(RuntimeError):
 class KVConfigManager:
     """Namespaced string key/value store with durable, atomic persistence."""
 
-    __slots__ = ("path", "_table", "_generation", "_persisted", "_write_lock")
+    __slots__ = ("path", "_table", "_generation", "_persisted", "_writer")
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
         self._table: dict[str, dict[str, str]] = {}
         self._generation = 0  # bumped by every change
         self._persisted = 0  # generation the file on disk reflects
-        self._write_lock: asyncio.Lock | None = None
+        self._writer = AtomicFileWriter(self.path)
 
     # -- start ----------------------------------------------------------------------------
 
@@ -59,6 +61,7 @@ class KVConfigManager:
         Raises:
             KVConfigLoadError: the file exists but does not hold a valid table.
         """
+        remove_stale_temp_files(self.path)
         try:
             text = self.path.read_text(encoding="utf-8")
         except FileNotFoundError:
@@ -136,15 +139,19 @@ class KVConfigManager:
         wanted = self._generation
         if self._persisted >= wanted:
             return
-        if self._write_lock is None:
-            self._write_lock = asyncio.Lock()
-        async with self._write_lock:
+        generation = wanted
+
+        def encode() -> bytes | None:
+            nonlocal generation
             if self._persisted >= wanted:
-                return  # a write that started after our change already covered it
+                return None  # a write that started after our change already covered it
             generation = self._generation
-            text = self.encode()
-            await asyncio.to_thread(write_file_atomic, self.path, text.encode("utf-8"))
+            return self.encode().encode("utf-8")
+
+        def written() -> None:
             self._persisted = max(self._persisted, generation)
+
+        await self._writer.write(encode, written)
 
     def encode(self) -> str:
         """The file content: fastjson's form of ``KVConfigSerializeWrapper``."""

@@ -33,14 +33,13 @@ so the hot path is a dict lookup plus one response frame.
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import zlib
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeAlias
 
-from aiorocketmq.client.atomic_file import write_file_atomic
+from aiorocketmq.client.atomic_file import AtomicFileWriter
 from aiorocketmq.logs import get_logger
 from aiorocketmq.protocol.bodies import (
     DataVersion,
@@ -111,7 +110,8 @@ _Async: TypeAlias = Callable[[Channel, RemotingCommand], Awaitable[RemotingComma
 class NamesrvProcessor:
     """Every nameserver request handler; ``table`` maps RequestCode -> handler."""
 
-    __slots__ = ("config", "routes", "kv", "table", "_route_cache", "_route_generation")
+    __slots__ = ("config", "routes", "kv", "table", "_route_cache", "_route_generation",
+                 "_config_writer")
 
     def __init__(self, config: NamesrvConfig, routes: RouteInfoManager,
                  kv: KVConfigManager) -> None:
@@ -120,6 +120,7 @@ class NamesrvProcessor:
         self.kv = kv
         self._route_cache: dict[tuple[str, bool], bytes] = {}
         self._route_generation = -1
+        self._config_writer: AtomicFileWriter | None = None
         rc = RequestCode
         sync: dict[int, _Sync] = {
             rc.REGISTER_BROKER: self.register_broker,
@@ -351,13 +352,21 @@ class NamesrvProcessor:
         return request.create_response(_SUCCESS)
 
     async def _persist_config(self) -> None:
-        # Upstream Configuration.persist: the whole configuration to configStorePath.
+        # Upstream Configuration.persist: the whole configuration to configStorePath. The
+        # paths cannot change at run time (PATH_KEYS), so one writer keeps this file's
+        # writes in order, each encoding the configuration as it is when its turn comes.
         path = self.config.config_store_path
         if not path:
             return
-        text = properties_to_string(self.config.to_properties())
+        writer = self._config_writer
+        if writer is None or writer.path != Path(path):
+            writer = self._config_writer = AtomicFileWriter(Path(path))
+
+        def encode() -> bytes:
+            return properties_to_string(self.config.to_properties()).encode("utf-8")
+
         try:
-            await asyncio.to_thread(write_file_atomic, Path(path), text.encode("utf-8"))
+            await writer.write(encode)
         except OSError as exc:
             # As upstream: the update stands in memory; the file is stale until next time.
             log.error("namesrv.config_persist_failed", path=path, error=str(exc))
