@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import functools
 import os
 import socket
 import ssl as ssl_module
@@ -602,7 +603,16 @@ class Channel(asyncio.Protocol):
             return
         task = self._loop.create_task(self._handler_routine(request, result, started))  # type: ignore[union-attr]
         self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        task.add_done_callback(functools.partial(self._handler_done, result))
+
+    def _handler_done(self, result: Awaitable[RemotingCommand | None],
+                      task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        if task.cancelled() and asyncio.iscoroutine(result):
+            # Cancelled before its first step (the connection closed in the same read, e.g.
+            # a request followed by a malformed frame): the handler's coroutine never ran.
+            # Closing it ends it without Python's "coroutine ... was never awaited".
+            result.close()
 
     async def _handler_routine(
         self, request: RemotingCommand, result: Awaitable[RemotingCommand | None],

@@ -7,9 +7,10 @@ poll a condition under a deadline.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import socket
 import struct
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from typing import Any
 
 import pytest
@@ -503,6 +504,34 @@ async def test_malformed_frame_closes_only_that_connection(server: RemotingServe
         writer.close()
         await writer.wait_closed()
     assert (await channel.invoke(request(ECHO), timeout=5)).code == ResponseCode.SUCCESS
+
+
+async def test_a_handler_cancelled_before_it_starts_is_closed_not_left_unawaited() -> None:
+    """A request and a malformed frame in one read: the connection closes before the
+    request's task takes its first step. The handler's coroutine must be closed, not
+    dropped unstarted (Python warns "coroutine ... was never awaited")."""
+    made: list[Coroutine[Any, Any, RemotingCommand]] = []
+
+    def handler(channel: Channel, req: RemotingCommand) -> Awaitable[RemotingCommand]:
+        coro = async_echo(channel, req)
+        made.append(coro)
+        return coro
+
+    srv = RemotingServer({ASYNC_ECHO: handler})
+    await srv.start()
+    try:
+        reader, writer = await asyncio.open_connection("127.0.0.1", srv.port)
+        try:
+            writer.write(request(ASYNC_ECHO).encode() + struct.pack(">i", 2) + b"xx")
+            await writer.drain()
+            assert await reader.read() == b""  # closed by the server, no response
+        finally:
+            writer.close()
+            await writer.wait_closed()
+        await wait_until(lambda: len(made) == 1
+                         and inspect.getcoroutinestate(made[0]) == inspect.CORO_CLOSED)
+    finally:
+        await srv.stop()
 
 
 async def test_bad_header_frame_closes_connection(server: RemotingServer) -> None:
