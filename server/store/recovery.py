@@ -164,11 +164,11 @@ class StoreRecovery:
                 cq.truncate_dirty_logic_files(process)
         for (topic_b, queue_id), queue_offset in seen.items():
             key = (topic_b.decode("utf-8", "replace"), queue_id)
-            cq = self.table.get(key)
-            if cq is None:
+            found_cq = self.table.get(key)
+            if found_cq is None:
                 self._mark_broken(key, f"no files, the log has unit {queue_offset}")
-            elif cq.max_offset <= queue_offset:
-                self._mark_broken(key, f"units end at {cq.max_offset}, the log has unit {queue_offset}")
+            elif found_cq.max_offset <= queue_offset:
+                self._mark_broken(key, f"units end at {found_cq.max_offset}, the log has unit {queue_offset}")
         min_phy = cl.min_offset
         for key, cq in self.table.items():
             if key not in self.broken:
