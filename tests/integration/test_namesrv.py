@@ -12,8 +12,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
+import random
 import socket
 import struct
+import time
 import zlib
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -41,6 +44,7 @@ from aiorocketmq.protocol.codes import (
     SerializeType,
 )
 from aiorocketmq.protocol.command import RemotingCommand
+from tests.hostile import connect_sync, invoke_sync
 from tests.procs import ServerProcess, namesrv_process
 from tests.vectors import body_bytes, frame, frame_bytes, load_frames, vector_file
 
@@ -438,6 +442,75 @@ async def test_namesrv_config_round_trip(namesrv: ServerProcess, tmp_path: Path)
         assert bad.code == ResponseCode.SYSTEM_ERROR and "listenPort" in (bad.remark or "")
         final = string_to_properties((await call(ch, RC.GET_NAMESRV_CONFIG)).body.decode())
         assert final["productEnvName"] == "qa"  # all or nothing
+
+
+HANGUP_ROUNDS = 60
+MALFORMED = struct.pack(">i", 2) + b"xx"  # shorter than the header-length word
+
+
+def _reset(sock: socket.socket) -> None:
+    """Close with RST, not FIN: the server sees the connection reset mid-request."""
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    sock.close()
+
+
+def test_changes_from_connections_reset_mid_request_survive_a_restart(
+        tmp_path: Path, server_factory: Callable[[ServerProcess], ServerProcess]) -> None:
+    """Clients that send PUT_KV_CONFIG or UPDATE_NAMESRV_CONFIG and hang up at random moments
+    (their handlers cancelled while the file is written, or before they start when a
+    malformed frame follows), around puts that are answered: after a restart both files
+    parse, the KV file holds every answered put, and the log has no traceback and no
+    coroutine left unawaited."""
+    first = server_factory(namesrv_process(tmp_path))
+    rnd = random.Random(4907)
+    acked: dict[str, str] = {}
+    for i in range(HANGUP_ROUNDS):
+        frames = [RemotingCommand.create_request(
+            RC.PUT_KV_CONFIG, {"namespace": "NS", "key": f"churn{j}", "value": f"{i}.{j}"}
+        ).encode() for j in range(5)]
+        frames.append(RemotingCommand.create_request(
+            RC.UPDATE_NAMESRV_CONFIG, None, f"productEnvName=round{i}\n".encode()).encode())
+        frames[0] += MALFORMED
+        frames[-1] += MALFORMED if i % 2 else b""
+        hung_up = []
+        for data in frames:
+            sock = connect_sync(first.address)
+            sock.sendall(data)
+            hung_up.append(sock)
+        rnd.shuffle(hung_up)
+        cut = rnd.randrange(len(hung_up) + 1)
+        time.sleep(rnd.random() * 0.003)
+        for sock in hung_up[:cut]:
+            _reset(sock)
+        key = f"acked{i}"
+        with connect_sync(first.address) as sock:
+            answer = invoke_sync(sock, RC.PUT_KV_CONFIG,
+                                 {"namespace": "NS", "key": key, "value": str(i)})
+        assert answer.code == ResponseCode.SUCCESS, answer.remark
+        acked[key] = str(i)
+        for sock in hung_up[cut:]:
+            _reset(sock)
+    assert first.stop() == 0
+
+    home = tmp_path / "namesrv"
+    stored = json.loads((home / "kvConfig.json").read_text("utf-8"))["configTable"]["NS"]
+    assert acked.items() <= stored.items()
+    assert set(os.listdir(home)) <= {"kvConfig.json", "namesrv.properties", "namesrv.log"}
+
+    second = server_factory(namesrv_process(tmp_path))  # same files
+    with connect_sync(second.address) as sock:
+        listed = invoke_sync(sock, RC.GET_KVLIST_BY_NAMESPACE, {"namespace": "NS"})
+        assert listed.code == ResponseCode.SUCCESS and listed.body is not None
+        assert KVTable.decode(listed.body).table == stored
+        config = invoke_sync(sock, RC.GET_NAMESRV_CONFIG, None)
+        assert config.body is not None
+    if (home / "namesrv.properties").exists():  # a whole file: every key, a value we sent
+        props = string_to_properties((home / "namesrv.properties").read_text("utf-8"))
+        assert props.keys() == string_to_properties(config.body.decode()).keys()
+        assert props["productEnvName"].startswith("round")
+    assert second.stop() == 0
+    log = (home / "namesrv.log").read_text("utf-8", errors="replace").splitlines()
+    assert [line for line in log if "Traceback" in line or "never awaited" in line] == []
 
 
 # -- two servers, bad input ---------------------------------------------------------------
