@@ -3,9 +3,17 @@
 Contract:
 
 * Follows ``master_address`` (``host:haPort``; from ``haMasterAddress`` or the
-  nameserver's REGISTER_BROKER answer). Without one, or when a connect fails, it retries
-  every 5 s (upstream ``waitForRunning(1000 * 5)``); a changed address takes effect at
-  the next connect.
+  nameserver's REGISTER_BROKER answer). Without one it waits for one. A changed address
+  is used at the next connect, at once (backoff reset) when the routine is waiting.
+* Reconnects back off (``protocol.backoff.Backoff``: 0.1 s doubling to a 2 s cap, with
+  jitter) after a failed connect and after a connection that ended within 5 s
+  (``STABLE_AFTER``: a master, or anything on its address, that accepts and drops the
+  connection, or a session ended at its first frame by an offset mismatch); a connection
+  that stayed up longer resets the backoff, so a restarted master is redialled after
+  0.1 s, and one back after a long outage is found within 2 s. Upstream ``HAClient.run`` waits 5 s
+  (``waitForRunning(1000 * 5)``) only after a failed connect and redials at once after a
+  closed connection: stock 4.9.7 made 85,140 connections in 10 s to a listener that
+  accepts and closes, ours at most 14 (``tests/integration/test_reconnect_backoff.py``).
 * On connect it reports its commit-log max offset (8 bytes, big-endian), again after
   the frames of each read were appended, and at least every ``haSendHeartbeatInterval``.
   Upstream's first report waits one heartbeat interval after connecting (its master,
@@ -36,6 +44,7 @@ import contextlib
 from typing import TYPE_CHECKING
 
 from aiorocketmq.logs import get_logger
+from aiorocketmq.protocol.backoff import Backoff
 
 from .wire import HAWireError, SlaveFrameDecoder, encode_offset_report
 
@@ -47,7 +56,6 @@ __all__ = ["HAClient"]
 
 log = get_logger("aiorocketmq.store.ha")
 
-RECONNECT_INTERVAL = 5.0
 CONNECT_TIMEOUT = 3.0
 _READ_SIZE = 4 * 1024 * 1024  # HAClient.READ_MAX_BUFFER_SIZE
 
@@ -61,6 +69,7 @@ class HAClient:
         self.reported_offset = 0
         self.master_offset = 0
         self._address_changed = asyncio.Event()
+        self._backoff = Backoff()
         self._task: asyncio.Task[None] | None = None
 
     def update_master_address(self, addr: str) -> None:
@@ -81,19 +90,25 @@ class HAClient:
                 await task
 
     async def _client_routine(self) -> None:
+        loop = asyncio.get_running_loop()
+        backoff = self._backoff
         while True:
             addr = self.master_address
             if not addr:
-                await self._pause()
+                self._address_changed.clear()
+                await self._address_changed.wait()
                 continue
             host, _, port = addr.rpartition(":")
             try:
                 async with asyncio.timeout(CONNECT_TIMEOUT):
                     reader, writer = await asyncio.open_connection(host, int(port))
             except (OSError, TimeoutError, ValueError) as exc:
-                log.info("ha.connect_master_failed", master=addr, error=str(exc) or type(exc).__name__)
-                await self._pause()
+                delay = backoff.next_delay()
+                log.info("ha.connect_master_failed", master=addr, error=str(exc) or type(exc).__name__,
+                         retry_in_ms=int(delay * 1000))
+                await self._pause(delay)
                 continue
+            connected_at = loop.time()
             try:
                 await self._session(addr, reader, writer)
             except (OSError, HAWireError) as exc:
@@ -103,12 +118,19 @@ class HAClient:
                 writer.close()
                 with contextlib.suppress(Exception):
                     await writer.wait_closed()
+            backoff.connection_ended(loop.time() - connected_at)
+            await self._pause(backoff.next_delay())
 
-    async def _pause(self) -> None:
+    async def _pause(self, delay: float) -> None:
+        """Wait ``delay`` seconds, or less when the master address changes (which also
+        resets the backoff: a new master gets its first attempt at once)."""
         self._address_changed.clear()
-        with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(RECONNECT_INTERVAL):
+        try:
+            async with asyncio.timeout(delay):
                 await self._address_changed.wait()
+        except TimeoutError:
+            return
+        self._backoff.reset()
 
     async def _session(self, addr: str, reader: asyncio.StreamReader,
                        writer: asyncio.StreamWriter) -> None:
