@@ -5,6 +5,17 @@ Upstream ``NettyRemotingClient``:
 * ``get_channel(addr)`` returns the live channel for ``addr`` or connects one under a
   per-address lock (``createChannel``); a closed channel is dropped and the next call dials
   again. Connecting waits at most ``connect_timeout`` (connectTimeoutMillis, 3 s).
+* Dialling backs off per address (``protocol.backoff.Backoff``: 0.1 s doubling to a 2 s
+  cap, with jitter; upstream dials on every call). A failed connect, or a channel the
+  peer closed (or broke) within 5 s of connecting, is a failure; after one, calls to that
+  address fail at once with ``RemotingConnectError`` (the last failure's text, then when
+  the next dial is due) until the delay has passed, and the first call after it dials.
+  Only a first failure that is a dropped channel is redialled at once, as upstream. So
+  however many producers, pull loops or routines use a dead address (refusing, or
+  accepting and dropping), it is dialled a few times a second at most, and callers queued
+  behind a failing dial fail with it instead of each dialling in turn. A channel that
+  stayed up longer, or that we closed ourselves (timeouts, ``close_channel``), clears the
+  address's backoff.
 * Every channel shares the client's processor table (broker-initiated requests such as
   NOTIFY_CONSUMER_IDS_CHANGED, REMOTING.md 3.5) and its async / oneway permit pools
   (clientAsyncSemaphoreValue / clientOnewaySemaphoreValue, 65535 each).
@@ -33,6 +44,7 @@ from collections.abc import Callable, Mapping
 
 from aiorocketmq.logs import get_logger
 from aiorocketmq.protocol.acl import RPCHook
+from aiorocketmq.protocol.backoff import STABLE_AFTER, Backoff
 from aiorocketmq.protocol.channel import (
     CLIENT_ASYNC_PERMITS,
     CLIENT_ONEWAY_PERMITS,
@@ -63,6 +75,21 @@ DEFAULT_CONNECT_TIMEOUT = 3.0  # NettySystemConfig.connectTimeoutMillis
 def parse_namesrv_addr(addrs: str) -> list[str]:
     """``"a:9876; b:9876"`` -> ``["a:9876", "b:9876"]`` (upstream splits on ``;``)."""
     return [a.strip() for a in addrs.split(";") if a.strip()]
+
+
+class _DialBackoff:
+    """An address's reconnect backoff: no dial before ``retry_at`` (loop time)."""
+
+    __slots__ = ("backoff", "retry_at", "error")
+
+    def __init__(self) -> None:
+        self.backoff = Backoff()
+        self.retry_at = 0.0
+        self.error = ""
+
+    def failed(self, now: float, error: str) -> None:
+        self.retry_at = now + self.backoff.next_delay()
+        self.error = error
 
 
 def _split_addr(addr: str) -> tuple[str, int]:
@@ -119,6 +146,7 @@ class RemotingClient:
         self.ssl = ssl
         self._channels: dict[str, Channel] = {}
         self._locks: dict[str, asyncio.Lock] = {}
+        self._dial_backoff: dict[str, _DialBackoff] = {}
         self._namesrv_addrs: list[str] = []
         self._namesrv_chosen: str | None = None
         self._namesrv_index = random.randrange(999)  # upstream initValueIndex()
@@ -164,29 +192,42 @@ class RemotingClient:
                 del self._channels[addr]
             self._check_open("get_channel")
             host, port = _split_addr(addr)
+            loop = asyncio.get_running_loop()
+            dial = self._dial_backoff.get(addr)
+            if dial is not None and loop.time() < dial.retry_at:
+                raise RemotingConnectError(
+                    f"{dial.error}; next attempt in {int((dial.retry_at - loop.time()) * 1000)}ms "
+                    f"({dial.backoff.failures} failures in a row)")
             self._used = True
-            channel = await Channel.connect(
-                host,
-                port,
-                processors=self._processors,
-                timeout=self.connect_timeout,
-                ssl=self.ssl,
-                default_handler=self._default_handler,
-                on_close=self._channel_closed,
-                async_permits=self._async_permits,
-                oneway_permits=self._oneway_permits,
-                idle_timeout=self._idle_timeout,
-                scan_interval=self._scan_interval,
-                max_frame_length=self._max_frame_length,
-                # The broker or nameserver is another process: let it start on each
-                # request while we prepare the next (protocol.channel, "Writing").
-                eager_requests=True,
-            )
+            try:
+                channel = await Channel.connect(
+                    host,
+                    port,
+                    processors=self._processors,
+                    timeout=self.connect_timeout,
+                    ssl=self.ssl,
+                    default_handler=self._default_handler,
+                    on_close=self._channel_closed,
+                    async_permits=self._async_permits,
+                    oneway_permits=self._oneway_permits,
+                    idle_timeout=self._idle_timeout,
+                    scan_interval=self._scan_interval,
+                    max_frame_length=self._max_frame_length,
+                    # The broker or nameserver is another process: let it start on each
+                    # request while we prepare the next (protocol.channel, "Writing").
+                    eager_requests=True,
+                )
+            except RemotingConnectError as exc:
+                if dial is None:
+                    dial = self._dial_backoff[addr] = _DialBackoff()
+                dial.failed(loop.time(), str(exc))
+                raise
             if self._closed:  # close() ran while we were dialling
                 channel.close()
                 await channel.wait_closed()
                 self._check_open("get_channel")
             channel.attrs["addr"] = addr
+            channel.attrs["connected_at"] = loop.time()
             self._channels[addr] = channel
             log.info("remoting.channel_connected", addr=addr, local=channel.local_addr)
             return channel
@@ -197,6 +238,25 @@ class RemotingClient:
             del self._channels[addr]
         log.info("remoting.channel_closed", addr=addr,
                  reason=None if exc is None else str(exc))
+        if addr is None:
+            return
+        # exc is None when we closed it (close_channel, a timeout, close()).
+        try:
+            now = asyncio.get_running_loop().time()
+        except RuntimeError:  # closed outside the loop: nothing to time
+            self._dial_backoff.pop(addr, None)
+            return
+        uptime = now - channel.attrs.get("connected_at", now)
+        dial = self._dial_backoff.get(addr)
+        if exc is None or uptime >= (dial.backoff.stable_after if dial else STABLE_AFTER):
+            self._dial_backoff.pop(addr, None)
+            return
+        if dial is None:
+            dial = self._dial_backoff[addr] = _DialBackoff()
+        first = dial.backoff.failures == 0
+        dial.failed(now, f"connection to {addr} lost {int(uptime * 1000)}ms after connecting: {exc}")
+        if first:  # one dropped connection is redialled at once, as upstream
+            dial.retry_at = now
 
     def close_channel(self, addr: str) -> None:
         """Close the channel to ``addr`` (if any); the next call dials again."""
