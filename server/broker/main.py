@@ -5,7 +5,8 @@ neither, ``NAMESRV_ADDR`` from the environment), ``-c broker.conf`` (upstream pr
 a key no component reads is named in a ``broker.config_unknown_key`` warning). Ours adds ``--host`` (bind address, default
 127.0.0.1), ``--log-format`` and ``--log-level`` (DEBUG adds one line per request),
 ``--metrics-port`` (Prometheus ``GET /metrics``; file key ``metricsPort``) and
-``--slow-request-ms`` (default 1000; file key ``slowRequestMillis``). When ready it prints
+``--slow-request-ms`` (default 1000; file key ``slowRequestMillis``), and ``--instances N``
+(a host's worth of brokers from one configuration, supervised: ``instances.py``). When ready it prints
 exactly
 ``The broker[<brokerName>, <ip>:<port>] boot success. serializeType=JSON and name server is <namesrvAddr>``
 to stdout (tests read the port from it), then, with metrics on,
@@ -36,6 +37,7 @@ from aiorocketmq.server.runtime import (
 
 from .config import load_broker_configs, unknown_broker_keys
 from .controller import BrokerController
+from .instances import DEFAULT_PORT_STEP, run_instances
 
 log = get_logger("aiorocketmq.broker")
 
@@ -47,6 +49,15 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-c", "--config-file", dest="config_file",
                         help="broker configuration file (upstream broker.conf)")
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on")
+    parser.add_argument("--instances", type=int, default=1, metavar="N",
+                        help="run N brokers, each its own group (<brokerName>-<i>, listenPort + "
+                             "i * --instances-port-step, <storePathRootDir>/instance-<i>), "
+                             "supervised by this process; default 1: this process is the broker")
+    parser.add_argument("--instances-port-step", type=int, default=DEFAULT_PORT_STEP,
+                        metavar="STEP", help=f"listenPort step between instances "
+                                             f"(default {DEFAULT_PORT_STEP})")
+    parser.add_argument("--instances-stop-timeout", type=float, default=30.0, metavar="S",
+                        help="seconds an instance has to stop on SIGTERM before SIGKILL")
     add_common_arguments(parser)
     add_metrics_arguments(parser)
     return parser
@@ -74,6 +85,8 @@ def main(argv: list[str] | None = None) -> int:
         props["namesrvAddr"] = args.namesrv_addr
     elif not props.get("namesrvAddr") and env_addr:
         props["namesrvAddr"] = env_addr
+    if args.instances != 1:
+        return _run_instances(args, props)
     try:
         config, store_config = load_broker_configs(props)
         config = apply_metrics_arguments(args, config)
@@ -113,6 +126,18 @@ def main(argv: list[str] | None = None) -> int:
     except (RuntimeError, ValueError) as exc:  # the store locked or unreadable, a segment of the wrong size
         print(f"mqbroker: cannot start: {exc}", file=sys.stderr)
         return 1
+
+
+def _run_instances(args: argparse.Namespace, props: dict[str, str]) -> int:
+    """``--instances N``: this process supervises N brokers (``instances.py``)."""
+    if args.metrics_port is not None:
+        props["metricsPort"] = str(args.metrics_port)
+    if args.slow_request_ms is not None:
+        props["slowRequestMillis"] = str(args.slow_request_ms)
+    child_args = ["--host", args.host, "--log-format", args.log_format, "--log-level", args.log_level,
+                  *(f"-D{item}" for item in args.system_properties)]
+    return run_instances(args.instances, props, child_args, port_step=args.instances_port_step,
+                         stop_timeout=args.instances_stop_timeout)
 
 
 if __name__ == "__main__":
