@@ -8,10 +8,15 @@ backlog topic on each broker with batch sends, then runs every scenario for ever
 * ``sync``: ``--messages`` sends of ``--size`` B, ``--inflight`` (16) senders each waiting
   for its answer (stock: 16 threads; ours: 16 coroutines, ``mqbench.run_producer``);
 * ``async``: the same count with at most ``--async-inflight`` unanswered sends;
+* ``batch``: the same count in batch sends of ``--batch`` messages, one batch at a time,
+  round robin over the topic's queues (stock: ``Bench.java preload``);
 * ``consume``: a push consumer of a fresh group draining the ``--backlog`` messages
   preloaded on that broker (the clock starts at the first delivery).
 
-Clients are processes of their own: the stock side is ``tests/interop/java/.../Bench.java``
+Both clients encode request headers as ``--serialize`` says (default ROCKETMQ, as stock's
+benchmark Producer is run to size a broker; JSON headers cost a client more and hide part
+of a broker's cost), through ``ROCKETMQ_SERIALIZE_TYPE`` in their environment, which the
+stock client and ours both read. Clients are processes of their own: the stock side is ``tests/interop/java/.../Bench.java``
 on the stock client, ours is ``python -m aiorocketmq.bench.compare client ...`` (sends through
 ``mqbench.run_producer``; the consumer's listener only counts, as Bench.java's). Each reports
 its own CPU seconds over the measured part; the broker's CPU is read from ``/proc`` around
@@ -49,7 +54,7 @@ if __package__ in (None, ""):  # run as a script: make the repo root importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 REPO = Path(__file__).resolve().parents[1]
-SCENARIOS = ("sync", "async", "consume")
+SCENARIOS = ("sync", "async", "batch", "consume")
 CLIENTS = ("stock", "ours")
 BROKERS = ("stock", "ours")
 # After the harness's defaults (C1 only, small heaps): C2 and room, later flags win.
@@ -173,7 +178,8 @@ class Clients:
         cmd = (self._stock_cmd if client == "stock" else self._ours_cmd)(mode, broker.namesrv,
                                                                          options)
         b0 = process_cpu_seconds(broker.pid)
-        done = subprocess.run(cmd, capture_output=True, text=True, cwd=str(REPO),
+        env = dict(os.environ, ROCKETMQ_SERIALIZE_TYPE=self.args.serialize)
+        done = subprocess.run(cmd, capture_output=True, text=True, cwd=str(REPO), env=env,
                               timeout=self.args.timeout, check=False)
         b1 = process_cpu_seconds(broker.pid)
         line = next((ln for ln in reversed(done.stdout.splitlines()) if ln.startswith("{")), None)
@@ -312,6 +318,9 @@ def compare_main(argv: Sequence[str]) -> int:
     p.add_argument("--size", type=int, default=128)
     p.add_argument("--inflight", type=int, default=16, help="sync senders")
     p.add_argument("--async-inflight", type=int, default=128, help="unanswered async sends")
+    p.add_argument("--batch", type=int, default=64, help="messages per batch send")
+    p.add_argument("--serialize", choices=("ROCKETMQ", "JSON"), default="ROCKETMQ",
+                   help="request header encoding of both clients (default ROCKETMQ)")
     p.add_argument("--runs", type=int, default=3)
     p.add_argument("--scenarios", default=",".join(SCENARIOS))
     p.add_argument("--clients", default=",".join(CLIENTS))
@@ -322,7 +331,7 @@ def compare_main(argv: Sequence[str]) -> int:
     scenarios = [s for s in args.scenarios.split(",") if s]
     pairs = [(c, b) for c in args.clients.split(",") for b in args.brokers.split(",")]
     print(f"compare: {uptime()} at start; messages={args.messages} backlog={args.backlog} "
-          f"size={args.size} runs={args.runs}", flush=True)
+          f"size={args.size} runs={args.runs} serialize={args.serialize}", flush=True)
     tmp = Path(tempfile.mkdtemp(prefix="compare-"))
     results = Results()
     try:
@@ -342,15 +351,21 @@ def compare_main(argv: Sequence[str]) -> int:
                     for client, b in _rotations(pairs, run):
                         broker = running[b]
                         group = f"cmp_{scenario}_{client}_{run}"
+                        mode = scenario
                         if scenario == "consume":
                             options: dict[str, Any] = {"topic": broker.backlog_topic,
                                                        "count": args.backlog, "group": group}
+                        elif scenario == "batch":
+                            mode = "preload"
+                            options = {"topic": f"Cmp_{scenario}_{client}_{run}",
+                                       "count": args.messages, "size": args.size, "group": group,
+                                       "batch": args.batch}
                         else:
                             options = {"topic": f"Cmp_{scenario}_{client}_{run}",
                                        "count": args.messages, "size": args.size, "group": group,
                                        "inflight": args.inflight if scenario == "sync"
                                        else args.async_inflight}
-                        s = clients.run(client, scenario, broker, options)
+                        s = clients.run(client, mode, broker, options)
                         results.add(scenario, client, b, s)
                         print(f"run {run} {scenario:<7} {client:>5} client, {b:>5} broker: "
                               f"{s.count} in {s.seconds:6.2f} s = {s.rate:>9,.0f} msg/s, cpu us/msg "

@@ -29,7 +29,8 @@ def test_compare_prints_its_table(stock_java: JavaEnv) -> None:
     out = _run("aiorocketmq.bench.compare", "--messages", "300", "--backlog", "300", "--runs", "1",
                timeout=580)
     table = out[out.index("scenario client broker"):]
-    for scenario in ("sync", "async", "consume"):
+    assert "serialize=ROCKETMQ" in out
+    for scenario in ("sync", "async", "batch", "consume"):
         for client in ("stock", "ours"):
             for broker in ("stock", "ours"):
                 assert any(line.split()[:3] == [scenario, client, broker]
