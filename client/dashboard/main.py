@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import getpass
+import importlib.metadata
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -70,6 +71,21 @@ def _hash_password() -> int:
     return 0
 
 
+def _dashboard_extra_hint() -> str:
+    """How to install the ``dashboard`` extra: its requirements as this installation lists
+    them (aiorocketmq is not on a package index, so ``pip install 'aiorocketmq[dashboard]'``
+    finds nothing), or from a checkout."""
+    try:
+        requires = importlib.metadata.requires("aiorocketmq") or []
+    except importlib.metadata.PackageNotFoundError:
+        requires = []
+    extra = [str(r.split(";", 1)[0]).strip() for r in requires
+             if 'extra == "dashboard"' in r.replace("'", '"')]
+    direct = f"pip install {' '.join(repr(r) for r in extra)}; or " if extra else ""
+    return (f"{direct}from a checkout of aiorocketmq: pip install '.[dashboard]' "
+            "(README.md, Two commands)")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the dashboard until SIGTERM / SIGINT; the exit code."""
     args = build_parser().parse_args(argv)
@@ -85,8 +101,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         from .app import build_app
     except ImportError as exc:
-        print(f"mqdashboard: {exc.name} is missing; install the extra: "
-              "pip install 'aiorocketmq[dashboard]'", file=sys.stderr)
+        print(f"mqdashboard: {exc.name} is missing: {_dashboard_extra_hint()}", file=sys.stderr)
         return 2
     from aiorocketmq.server.runtime import serve_until_signalled
 

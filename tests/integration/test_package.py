@@ -8,6 +8,8 @@ console scripts work there, and that the old top-level names do not exist.
 
 from __future__ import annotations
 
+import re
+import shlex
 import subprocess
 import sys
 import zipfile
@@ -58,6 +60,7 @@ def test_wheel_has_one_top_level_name(wheel: Path) -> None:
         assert f"aiorocketmq/{part}/__init__.py" in names, part
     assert "aiorocketmq/server/broker/controller.py" in names
     assert "aiorocketmq/protocol/py.typed" in names
+    assert "aiorocketmq/py.typed" in names  # PEP 561 for the whole package, not one part
     assert "License-Expression: Apache-2.0" in metadata
     # The C modules (setup.py) are compiled into the wheel (a C compiler is part of the
     # toolchain here), each with its type stub; the C sources are not shipped.
@@ -124,3 +127,71 @@ def test_console_scripts(venv: Path, tmp_path: Path, script: str) -> None:
     # mqadmin answers --help with the stock tool's command list, the servers with argparse's usage
     assert ("usage" in proc.stdout.lower()
             or "The most commonly used mqadmin commands are:" in proc.stdout), proc.stdout
+
+
+def test_an_application_type_checks_against_the_installed_package(venv: Path,
+                                                                 tmp_path: Path) -> None:
+    # Without aiorocketmq/py.typed mypy skipped the package: "module is installed, but
+    # missing library stubs or py.typed marker [import-untyped]", every name Any.
+    app = tmp_path / "app.py"
+    app.write_text("from aiorocketmq import Message\n"
+                   "from aiorocketmq.client import Producer\n"
+                   "from aiorocketmq.server.broker.config import BrokerConfig\n"
+                   "m: Message = Message(topic='T', body=b'x')\n"
+                   "n: int = m.topic  # a str: mypy must see the real type\n"
+                   "p: type[Producer] = Producer\n"
+                   "c: BrokerConfig = BrokerConfig()\n")
+    mypy = Path(sys.executable).parent / "mypy"
+    proc = subprocess.run([str(mypy), "--no-incremental", "--python-executable",
+                           str(venv / "bin" / "python"), "--follow-imports=silent", str(app)],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=540)
+    out = proc.stdout + proc.stderr
+    assert "import-untyped" not in out and "py.typed" not in out, out
+    # The one deliberate error, found because the package's types were read.
+    assert 'Incompatible types in assignment (expression has type "str", variable has type "int")' \
+        in out, out
+    assert "Found 1 error" in out, out
+
+
+def test_mqdashboard_without_its_extra_says_how_to_install_it(venv: Path, tmp_path: Path) -> None:
+    # The wheel's own dependencies leave out aiohttp (the dashboard extra). The hint used to
+    # be "pip install 'aiorocketmq[dashboard]'", which no package index can satisfy.
+    proc = subprocess.run([str(venv / "bin" / "mqdashboard"), "-n", "127.0.0.1:9876"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2, proc.stderr
+    (line,) = proc.stderr.strip().splitlines()
+    assert line.startswith("mqdashboard: aiohttp is missing: pip install 'aiohttp>=3.9'"), line
+    assert "'.[dashboard]'" in line, line
+    assert "aiorocketmq[dashboard]" not in line, line
+
+
+def _readme_commands() -> list[str]:
+    """Shell commands of README.md: lines of its bash code blocks and ``$ `` lines."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    commands = [line.strip()[2:] for line in text.splitlines() if line.strip().startswith("$ ")]
+    for block in re.findall(r"```(?:bash|sh)?\n(.*?)```", text, flags=re.S):
+        commands += [line.split("  #", 1)[0].strip() for line in block.splitlines()
+                     if line.strip() and not line.strip().startswith(("#", "$"))]
+    return commands
+
+
+def test_readme_installs_from_a_checkout_or_a_wheel() -> None:
+    # No package index has aiorocketmq: every pip install of it names a path.
+    installs = [c for c in _readme_commands() if re.match(r"(\S*/)?pip3? install ", c)]
+    assert len(installs) >= 3, installs
+    for command in installs:
+        args = [a for a in shlex.split(command.replace("$(ls dist/aiorocketmq-*.whl)",
+                                                       "dist/aiorocketmq.whl"), comments=True)[2:]
+                if not a.startswith("-")]
+        assert args, command
+        for arg in args:
+            assert arg.startswith((".", "/", "dist/")) or arg.split("[")[0].endswith(".whl"), \
+                f"{command!r} installs {arg!r} from a package index"
+
+
+def test_the_readme_wheel_install_with_an_extra_resolves(wheel: Path, tmp_path: Path) -> None:
+    # pip install "<wheel>[dashboard]" (README, Two commands) asks for the extra's aiohttp.
+    proc = subprocess.run([sys.executable, "-m", "pip", "install", "--dry-run", "--no-index",
+                           "--disable-pip-version-check", f"{wheel}[dashboard]"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert "aiohttp" in proc.stdout + proc.stderr, proc.stdout + proc.stderr
