@@ -18,14 +18,42 @@ the client.
 Logging goes through the standard ``logging`` module under the ``aiorocketmq`` logger, which
 has a ``NullHandler``: silent until the application configures logging (see
 ``aiorocketmq.logs``).
+
+The compiled parts (setup.py) are optional speed-ups of Python code that stays the
+reference. ``AIOROCKETMQ_NO_EXTENSIONS=1`` in the environment (any value but empty or
+``0``; read once, when ``aiorocketmq`` is first imported) makes every module use its Python
+path although the C one is built, as aiokafka's ``AIOKAFKA_NO_EXTENSIONS``:
+``NO_EXTENSIONS`` says which, and ``refuse_extension`` is the one check every optional
+import goes through.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 from typing import TYPE_CHECKING, Any
 
 logging.getLogger(__name__).addHandler(logging.NullHandler())
+
+#: ``AIOROCKETMQ_NO_EXTENSIONS`` is set: the pure-Python paths run, built C modules unused.
+NO_EXTENSIONS = os.environ.get("AIOROCKETMQ_NO_EXTENSIONS", "") not in ("", "0")
+
+
+def refuse_extension(module: str) -> None:
+    """Raise ``ImportError`` for the C module ``module`` when ``NO_EXTENSIONS`` is set.
+
+    Called first inside the ``try`` of every optional import of a compiled module, so the
+    ``except ImportError`` fallback that serves a build without a C compiler also serves
+    the switch::
+
+        try:
+            refuse_extension("aiorocketmq.protocol._message")
+            from ._message import decode_records
+        except ImportError:
+            decode_records = None
+    """
+    if NO_EXTENSIONS:
+        raise ImportError(f"{module} not loaded: AIOROCKETMQ_NO_EXTENSIONS is set", name=module)
 
 __all__ = [
     "Producer",

@@ -99,7 +99,8 @@ def header_codec() -> None:
     header = memoryview(request.encode_header())
     cls = RemotingCommand
     json_header = memoryview(send_request("JSON").encode_header())
-    native = "C" if command_module._c_decode_rocketmq is not None else "not built"
+    native = ("C" if command_module._c_decode_rocketmq is not None
+              else "off: not built, or AIOROCKETMQ_NO_EXTENSIONS")
     cases: list[tuple[str, Callable[[], object], Callable[[], object] | None]] = [
         (f"decode SEND_MESSAGE_V2 request ({len(header)} B)",
          lambda: cls._decode_rocketmq_header(header),

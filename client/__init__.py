@@ -5,6 +5,11 @@ is internal unless listed here. See ``client.producer`` and ``client.push_consum
 for the behaviour each class reproduces from the Java client.
 """
 
+if __name__ != "aiorocketmq.client":  # one name per module: docs/ARCHITECTURE.md
+    raise ImportError(f"import aiorocketmq.client, not {__name__}: the top-level client/ is "
+                      "the aiorocketmq package's part, and a second name would load a second "
+                      "copy of each of its modules and classes")
+
 from aiorocketmq.protocol.bodies import MessageQueue
 from aiorocketmq.protocol.message import Message, MessageExt
 

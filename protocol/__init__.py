@@ -1,5 +1,10 @@
 """The RocketMQ remoting wire format, sans-IO (plus ``protocol.channel``, the one asyncio piece)."""
 
+if __name__ != "aiorocketmq.protocol":  # one name per module: docs/ARCHITECTURE.md
+    raise ImportError(f"import aiorocketmq.protocol, not {__name__}: the top-level protocol/ is "
+                      "the aiorocketmq package's part, and a second name would load a second "
+                      "copy of each of its modules and classes")
+
 from .codes import (
     CURRENT_VERSION,
     LanguageCode,

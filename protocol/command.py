@@ -23,14 +23,17 @@ import json
 import struct
 from typing import Any
 
+from aiorocketmq import refuse_extension
+
 from .codes import CURRENT_VERSION, LanguageCode, RpcFlag, SerializeType
 from .errors import HeaderError, ProtocolError
 from .javautil import java_hashmap_order
 
 try:
+    refuse_extension("aiorocketmq.protocol._command")
     from ._command import decode_rocketmq_header as _c_decode_rocketmq
     from ._command import encode_rocketmq_header as _c_encode_rocketmq
-except ImportError:  # built without a C compiler: the ROCKETMQ header codec runs in Python
+except ImportError:  # no C compiler, or AIOROCKETMQ_NO_EXTENSIONS: the codec runs in Python
     _c_decode_rocketmq = None  # type: ignore[assignment]
     _c_encode_rocketmq = None  # type: ignore[assignment]
 

@@ -33,14 +33,17 @@ import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from aiorocketmq import refuse_extension
+
 from . import body_codec
 from .codes import MessageConst, MessageSysFlag
 from .errors import MQClientError, ProtocolError, RocketMQError
 from .javautil import java_string_hash
 
 try:
+    refuse_extension("aiorocketmq.protocol._message")
     from ._message import decode_records as _decode_records
-except ImportError:  # built without a C compiler: decode_messages reads records in Python
+except ImportError:  # no C compiler, or AIOROCKETMQ_NO_EXTENSIONS: records read in Python
     _decode_records = None  # type: ignore[assignment]
 
 __all__ = [

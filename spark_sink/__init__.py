@@ -69,6 +69,11 @@ each message carries ``spark.queryId``, ``spark.batchId``, ``spark.partitionId``
 
 from __future__ import annotations
 
+if __name__ != "aiorocketmq.spark_sink":  # one name per module: docs/ARCHITECTURE.md
+    raise ImportError(f"import aiorocketmq.spark_sink, not {__name__}: the top-level spark_sink/ is "
+                      "the aiorocketmq package's part, and a second name would load a second "
+                      "copy of each of its modules and classes")
+
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:

@@ -17,7 +17,7 @@ Contract:
 * Where the C extension ``_records`` (``spark_sink/_records.c``, built by pip from
   source; optional) is there, it does all of the above in one pass over the records and
   hands back Arrow buffers, and the numpy path is not used (``native=False`` forces it:
-  the tests run both on the same records). A repeated property key of any length is
+  the tests run both on the same records; ``AIOROCKETMQ_NO_EXTENSIONS=1`` turns C off). A repeated property key of any length is
   merged there.
 * Whatever this path does not read itself falls back, for the whole call, to the
   per-message path (``decode_messages`` + ``RowBatchBuilder``), which gives the same rows
@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from aiorocketmq import NO_EXTENSIONS, refuse_extension
 from aiorocketmq.protocol.codes import MessageConst, MessageSysFlag
 from aiorocketmq.protocol.message import MESSAGE_MAGIC_CODE, decode_messages
 
@@ -48,8 +49,9 @@ if TYPE_CHECKING:
 __all__ = ["ColumnarDecoder", "NATIVE"]
 
 try:
+    refuse_extension("aiorocketmq.spark_sink._records")
     from . import _records
-except ImportError:  # built without a C compiler: the numpy path
+except ImportError:  # no C compiler, or AIOROCKETMQ_NO_EXTENSIONS: the numpy path
     _records = None  # type: ignore[assignment]
 
 NATIVE = _records is not None  # whether the C record decoder is there
@@ -327,8 +329,9 @@ class ColumnarDecoder:
     def __init__(self, broker_name: str, include_properties: bool,
                  tags: frozenset[str] | None = None, *, native: bool = NATIVE) -> None:
         if native and not NATIVE:
-            raise RuntimeError("aiorocketmq.spark_sink._records is not built "
-                               "(pip install builds it where a C compiler is found)")
+            why = ("AIOROCKETMQ_NO_EXTENSIONS is set" if NO_EXTENSIONS else
+                   "it is not built (pip install builds it where a C compiler is found)")
+            raise RuntimeError(f"aiorocketmq.spark_sink._records is not used: {why}")
         self.broker_name = broker_name
         self.include_properties = include_properties
         self.tags = tags or None

@@ -23,6 +23,10 @@ Writing (``put_message`` / ``put_messages``):
   created (e.g. ENOSPC): nothing is written in that case.
 * The store parks delayed messages in ``SCHEDULE_TOPIC_XXXX`` as upstream's
   ``CommitLog.asyncPutMessage`` does (REMOTING.md 6.5).
+* ``put_message_hooks`` (upstream ``putMessageHookList``): called in order with each single
+  put's message after the status checks, before the delay level and the append; a hook
+  may rewrite the message (the timer store parks timer messages, ``server/store/timer``)
+  or refuse it with a ``PutMessageStatus``, which the put returns. Batches skip them.
 * ASYNC_FLUSH: the put returns PUT_OK without awaiting any I/O. SYNC_FLUSH: unless the
   message's ``WAIT`` property is ``"false"``, the put awaits the group-commit fsync
   covering it; after ``sync_flush_timeout_ms`` it returns FLUSH_DISK_TIMEOUT (the
@@ -86,6 +90,7 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
+from aiorocketmq import refuse_extension
 from aiorocketmq.logs import get_logger
 from aiorocketmq.protocol.codes import MessageConst, MessageSysFlag, SystemTopic
 from aiorocketmq.protocol.message import (
@@ -291,8 +296,9 @@ def scan_units(units: Any, max_msg_nums: int, max_phy: int, in_memory: int,
 
 
 try:
+    refuse_extension("aiorocketmq.server.store._units")
     from ._units import scan_units as _scan_units
-except ImportError:  # built without a C compiler: the Python walk
+except ImportError:  # no C compiler, or AIOROCKETMQ_NO_EXTENSIONS: the Python walk
     _scan_units = scan_units
 
 
@@ -330,6 +336,7 @@ class MessageStore:
         self.dispatcher = Dispatcher(self.find_or_create_consume_queue, self.index)
         self._listener: MessageArrivingListener | None = None
         self.append_observer: Callable[[float], None] | None = None
+        self.put_message_hooks: list[Callable[[MessageExtBrokerInner], PutMessageStatus | None]] = []
         self.os_page_cache_busy_until = float("-inf")  # module docstring, "Page cache busy"
         # Replication, attached by the broker (server/store/ha); None in a bare store.
         self.ha: HAService | None = None
@@ -607,6 +614,12 @@ class MessageStore:
             return PutMessageResult(refused)
         if len(inner.topic.encode("utf-8")) > MAX_TOPIC_LENGTH:
             return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL)
+        hooks = self.put_message_hooks
+        if hooks:
+            for hook in hooks:
+                refused = hook(inner)
+                if refused is not None:
+                    return PutMessageResult(refused)
         started = _perf()
         commit_log = self.commit_log
         commit_log.apply_delay(inner)
