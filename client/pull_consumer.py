@@ -1,7 +1,7 @@
 """PullConsumer and LitePullConsumer: the application decides when to pull.
 
 Upstream ``consumer.DefaultMQPullConsumer`` / ``impl.consumer.DefaultMQPullConsumerImpl``
-and ``consumer.DefaultLitePullConsumer`` / ``DefaultLitePullConsumerImpl`` (REMOTING.md
+and ``consumer.DefaultLitePullConsumer`` / ``DefaultLitePullConsumerImpl`` (docs/PROTOCOL.md
 4.2, 4.5, 8).
 
 * ``PullConsumer``: ``pull`` (sysFlag SUBSCRIPTION, no hold, 10 s timeout) and
@@ -13,7 +13,10 @@ and ``consumer.DefaultLitePullConsumer`` / ``DefaultLitePullConsumerImpl`` (REMO
 * ``LitePullConsumer``: ``subscribe`` (queues assigned by rebalance, as the push
   consumer) or ``assign`` (fixed queues); one owned pull task per queue fills a bounded
   buffer (sysFlag ``0x16``: lite-pull|suspend|subscription, 10 messages, hold 20 s) that
-  ``poll(timeout)`` drains; ``seek``/``seek_to_begin``/``seek_to_end``, ``pause``/
+  ``poll`` drains: ``poll(timeout_ms=1000)`` in stock's milliseconds, or ``poll(1.0)`` in
+  seconds, asyncio's unit; a seconds value above ``MAX_POLL_SECONDS`` (stock's
+  ``poll(1000)`` carried over, 17 minutes here) is refused with ``MQClientError``
+  (``poll_wait_seconds``); ``seek``/``seek_to_begin``/``seek_to_end``, ``pause``/
   ``resume`` per queue, ``commit_sync`` and (default) auto commit of what ``poll``
   returned. Not reproduced: the ``@STREAM`` client-id suffix and ``ReqT`` ext field of the
   4.9.7 lite-pull RPC hook (a broker ignores both).
@@ -61,7 +64,7 @@ from .rebalance import (
 )
 from .selector import Selector, check_broker_version, subscription_data
 
-__all__ = ["PullConsumer", "LitePullConsumer"]
+__all__ = ["PullConsumer", "LitePullConsumer", "MAX_POLL_SECONDS", "poll_wait_seconds"]
 
 log = get_logger("aiorocketmq.client.pull_consumer")
 
@@ -319,6 +322,40 @@ class _LitePullRebalance(RebalancePushImpl):
         return True
 
 
+#: The largest ``timeout`` in seconds ``poll`` takes; longer waits go as ``timeout_ms``.
+MAX_POLL_SECONDS = 60.0
+
+
+def poll_wait_seconds(timeout: float | None, timeout_ms: float | None, default: float,
+                      name: str = "poll") -> float:
+    """The wait of ``poll(timeout=..., timeout_ms=...)`` in seconds.
+
+    ``timeout`` is in seconds (asyncio's unit), ``timeout_ms`` in milliseconds (stock's
+    ``DefaultLitePullConsumer.poll(long timeout)``); neither: ``default`` seconds.
+
+    Raises:
+        MQClientError: both given, a negative wait, or ``timeout`` above
+            ``MAX_POLL_SECONDS``: ``poll(1000)`` is stock's one second, and would wait
+            here for 1000 s.
+    """
+    if timeout is not None and timeout_ms is not None:
+        raise MQClientError(f"{name}(): give timeout (seconds) or timeout_ms, not both")
+    if timeout_ms is not None:
+        if timeout_ms < 0:
+            raise MQClientError(f"{name}(timeout_ms={timeout_ms!r}): must not be negative")
+        return timeout_ms / 1000.0
+    if timeout is None:
+        return default
+    if timeout < 0:
+        raise MQClientError(f"{name}(timeout={timeout!r}): must not be negative")
+    if timeout > MAX_POLL_SECONDS:
+        raise MQClientError(
+            f"{name}(timeout={timeout!r}): the timeout is in seconds, and {timeout:g} s looks "
+            f"like stock's milliseconds: write {name}(timeout_ms={timeout:g}) for "
+            f"{timeout / 1000:g} s (or seconds up to {MAX_POLL_SECONDS:g})")
+    return float(timeout)
+
+
 class LitePullConsumer(_ConsumerBase):
     """``DefaultLitePullConsumer``: ``poll()`` messages that background tasks pre-fetch.
 
@@ -326,7 +363,9 @@ class LitePullConsumer(_ConsumerBase):
         pull_batch_size: messages per pull (10).
         pull_threshold_for_all: buffered messages across queues before pulls pause (10000).
         auto_commit: commit what ``poll`` returned (persisted every 5 s).
-        poll_timeout: default ``poll`` wait in seconds (5).
+        poll_timeout: default ``poll`` wait in seconds (5; at most ``MAX_POLL_SECONDS``).
+        poll_timeout_ms: the same in milliseconds (stock's ``pollTimeoutMillis``, 5000);
+            give one of the two.
     """
 
     def __init__(self, group: str, namesrv_addr: str | None = None, *,
@@ -337,7 +376,8 @@ class LitePullConsumer(_ConsumerBase):
                  consume_timestamp: str | None = None,
                  allocate_strategy: AllocateStrategy | None = None,
                  pull_batch_size: int = 10, pull_threshold_for_all: int = 10000,
-                 auto_commit: bool = True, poll_timeout: float = 5.0,
+                 auto_commit: bool = True, poll_timeout: float | None = None,
+                 poll_timeout_ms: float | None = None,
                  local_offset_dir: str | None = None) -> None:
         super().__init__(group, namesrv_addr, config, namespace, instance_name, message_model,
                          local_offset_dir)
@@ -348,7 +388,9 @@ class LitePullConsumer(_ConsumerBase):
         self.pull_batch_size = pull_batch_size
         self.pull_threshold_for_all = pull_threshold_for_all
         self.auto_commit = auto_commit
-        self.poll_timeout = poll_timeout
+        #: The default ``poll`` wait, in seconds.
+        self.poll_timeout = poll_wait_seconds(poll_timeout, poll_timeout_ms, 5.0,
+                                              "LitePullConsumer")
         self.consume_orderly = False
         self.pull_threshold_for_topic = -1
         self.pull_threshold_size_for_topic = -1
@@ -518,10 +560,21 @@ class LitePullConsumer(_ConsumerBase):
 
     # -- the application's API --------------------------------------------------------------
 
-    async def poll(self, timeout: float | None = None) -> list[MessageExt]:
-        """Messages of one pulled batch, or ``[]`` when none arrived within ``timeout``."""
+    async def poll(self, timeout: float | None = None, *,
+                   timeout_ms: float | None = None) -> list[MessageExt]:
+        """Messages of one pulled batch, or ``[]`` when none arrived in time.
+
+        Args:
+            timeout: the wait in **seconds** (``poll(1.0)``), at most ``MAX_POLL_SECONDS``.
+            timeout_ms: the wait in **milliseconds**, stock's unit (``poll(timeout_ms=1000)``).
+            Neither: ``poll_timeout`` (5 s).
+
+        Raises:
+            MQClientError: not started; both given, a negative wait, or ``timeout`` above
+                ``MAX_POLL_SECONDS`` (stock's ``poll(1000)`` would wait 1000 s here).
+        """
+        budget = poll_wait_seconds(timeout, timeout_ms, self.poll_timeout)
         self._running()
-        budget = self.poll_timeout if timeout is None else timeout
         loop = asyncio.get_running_loop()
         deadline = loop.time() + budget
         while True:

@@ -16,7 +16,7 @@ Contract:
   there; every method is one ``run`` of the async method. ``spark_sink`` builds its
   executor and driver links on the same class.
 
-Upstream has no such layer (Java clients are thread-based); STYLE.md "Sync facade, thin".
+Upstream has no such layer (Java clients are thread-based); docs/STYLE.md "Sync facade, thin".
 """
 
 from __future__ import annotations
@@ -274,9 +274,11 @@ class SyncLitePullConsumer(_Facade):
         await c.start()
         self._async = c
 
-    def poll(self, timeout: float | None = None) -> list[MessageExt]:
+    def poll(self, timeout: float | None = None, *,
+             timeout_ms: float | None = None) -> list[MessageExt]:
+        """``timeout`` in seconds or ``timeout_ms`` in milliseconds, as ``LitePullConsumer.poll``."""
         assert self._async is not None
-        return self.run(self._async.poll(timeout))
+        return self.run(self._async.poll(timeout, timeout_ms=timeout_ms))
 
     def seek(self, mq: MessageQueue, offset: int) -> None:
         assert self._async is not None

@@ -9,6 +9,7 @@ import pytest
 from aiorocketmq.client import Message, Producer, PullStatus
 from aiorocketmq.client.pull_consumer import LitePullConsumer, PullConsumer
 from aiorocketmq.client.rebalance import ConsumeFromWhere
+from aiorocketmq.protocol.errors import MQClientError
 from tests.procs import ServerProcess
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
@@ -73,3 +74,36 @@ async def test_lite_pull_subscribe_poll_seek_commit(namesrv: ServerProcess,
         assert again and set(again) <= set(got)
     finally:
         await consumer.shutdown()
+
+
+async def test_lite_pull_poll_units_are_explicit(namesrv: ServerProcess,
+                                                 broker: ServerProcess) -> None:
+    # Stock's poll(long timeout) is in milliseconds; ours took seconds, so a stock-style
+    # poll(1000) blocked for ~17 minutes. Seconds above MAX_POLL_SECONDS are refused at once,
+    # and timeout_ms is stock's unit.
+    topic = "ClientLiteUnitsT"
+    async with Producer("PG_lite_units", namesrv.address, default_topic_queue_nums=1) as producer:
+        await producer.send(Message(topic, b"u0"))
+    consumer = LitePullConsumer("CG_lite_units", namesrv.address,
+                                consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
+    consumer.subscribe(topic, "*")
+    await consumer.start()
+    try:
+        with pytest.raises(MQClientError, match=r"timeout_ms=1000\) for 1 s"):
+            await consumer.poll(1000)
+        with pytest.raises(MQClientError, match="not both"):
+            await consumer.poll(1.0, timeout_ms=1000)
+        got: list[bytes] = []
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 60
+        while not got and loop.time() < deadline:
+            got.extend(m.body for m in await consumer.poll(timeout_ms=1000))
+        assert got == [b"u0"]
+        began = loop.time()
+        assert await consumer.poll(timeout_ms=300) == []  # nothing more: waits 0.3 s, not 300
+        assert loop.time() - began >= 0.29
+    finally:
+        await consumer.shutdown()
+    with pytest.raises(MQClientError, match="poll_timeout|timeout_ms"):
+        LitePullConsumer("CG_lite_units2", namesrv.address, poll_timeout=5000)
+    assert LitePullConsumer("CG_lite_units3", namesrv.address, poll_timeout_ms=2500).poll_timeout == 2.5
