@@ -8,6 +8,9 @@ after the server is up and ``stop()`` first thing at shutdown.
   made when slow-request logging (``slow_request_ms`` > 0) or per-request DEBUG lines
   (``log_requests``) are on, and none at all otherwise (channels then pay nothing).
 * ``metrics_port`` 0 binds any free port; ``address`` reports ``host:port`` once started.
+* Every registry starts with ``rocketmq_event_loop_tasks``: the asyncio tasks of the
+  server's event loop not yet done, counted at scrape time (a leak shows as growth;
+  ``bench/soak.py`` prints it every minute).
 
 ``add_metrics_arguments`` gives ``mqbroker`` and ``mqnamesrv`` the same ``--metrics-port`` and
 ``--slow-request-ms`` flags, which win over the properties-file keys ``metricsPort`` and
@@ -19,6 +22,7 @@ shows the values in use).
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from collections.abc import Mapping
 from typing import Any, TypeVar
@@ -92,6 +96,13 @@ def apply_metrics_arguments(args: Any, config: _Config) -> _Config:
     return dataclasses.replace(config, **changes)  # type: ignore[type-var]  # any dataclass
 
 
+def _event_loop_tasks() -> list[tuple[tuple[str, ...], float]]:
+    try:
+        return [((), len(asyncio.all_tasks()))]
+    except RuntimeError:  # rendered outside the loop (a test's direct render()): none running
+        return [((), 0)]
+
+
 class ServerMetrics:
     """See the module docstring; subclasses add their families in ``attach``."""
 
@@ -101,6 +112,10 @@ class ServerMetrics:
         if metrics_port is not None and not 0 <= metrics_port <= 65535:
             raise ValueError(f"metrics port must be 0..65535, got {metrics_port}")
         self.registry: Registry | None = Registry() if metrics_port is not None else None
+        if self.registry is not None:
+            self.registry.gauge_func(
+                "rocketmq_event_loop_tasks", "asyncio tasks of the event loop not yet done.",
+                (), _event_loop_tasks)
         self.observer: RemotingObserver | None = None
         if self.registry is not None or slow_request_ms > 0 or log_requests:
             self.observer = RemotingObserver(self.registry, slow_request_ms=slow_request_ms,
