@@ -3,8 +3,9 @@
 The file (``mqdashboard -c dashboard.toml``; every key optional)::
 
     namesrv_addr = "127.0.0.1:9876"        # or -n, or NAMESRV_ADDR
-    host = "127.0.0.1"
+    host = "127.0.0.1"                     # beyond loopback only with [users] (below)
     port = 8080
+    allow_anonymous_remote = false         # or --allow-anonymous-remote (see below)
     sample_interval_ms = 5000              # live charts: one sample per interval
     admin_timeout_ms = 5000                # budget of one admin call
 
@@ -18,11 +19,17 @@ The file (``mqdashboard -c dashboard.toml``; every key optional)::
 
 Command-line flags win over the file. Checked once, here; the rest of the dashboard reads an
 immutable record.
+
+Without ``[users]`` every visitor acts as an anonymous admin, so a ``host`` other than a
+loopback address (``127.0.0.1``, ``::1``, ``localhost``) is refused unless
+``allow_anonymous_remote`` (``--allow-anonymous-remote``) says the operator means it; the
+dashboard then logs ``dashboard.anonymous_remote_admin`` as a warning when it starts.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import ipaddress
 import os
 import tomllib
 from collections.abc import Mapping
@@ -35,7 +42,17 @@ from aiorocketmq.protocol.errors import MQClientError
 
 from .auth import ROLE_ADMIN, ROLES, is_password_hash
 
-__all__ = ["DashboardConfig", "DashboardConfigError", "User", "load_config_file"]
+__all__ = ["DashboardConfig", "DashboardConfigError", "User", "is_loopback", "load_config_file"]
+
+
+def is_loopback(host: str) -> bool:
+    """Whether listening on ``host`` serves this machine only (127.0.0.0/8, ::1, localhost)."""
+    if host.strip().lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False  # a host name (or "" = every interface): reachable from elsewhere
 
 
 class DashboardConfigError(MQClientError):
@@ -61,6 +78,7 @@ class DashboardConfig:
         access_key / secret_key: ACL credentials the admin client signs requests with
             (``ClientConfig.access_key``); never logged.
         users: name -> User; empty means no login (every visitor acts as ``anonymous``).
+        allow_anonymous_remote: without users, listen on a ``host`` beyond loopback anyway.
         session_ttl_ms: idle time after which a login expires.
         sample_interval_ms: period of the live TPS / lag samples.
         admin_timeout_ms: budget of one admin call.
@@ -73,6 +91,7 @@ class DashboardConfig:
     access_key: str | None = None
     secret_key: str | None = dataclasses.field(default=None, repr=False)
     users: Mapping[str, User] = dataclasses.field(default_factory=dict)
+    allow_anonymous_remote: bool = False
     session_ttl_ms: int = 8 * 3600 * 1000
     sample_interval_ms: int = 5000
     admin_timeout_ms: int = 5000
@@ -87,6 +106,12 @@ class DashboardConfig:
         object.__setattr__(self, "namesrv_addr", addr)
         if not 0 <= self.port <= 65535:
             raise DashboardConfigError(f"port {self.port} is not in 0..65535")
+        if not self.users and not self.allow_anonymous_remote and not is_loopback(self.host):
+            raise DashboardConfigError(
+                f"refusing to serve {self.host or 'every interface'} without [users]: every "
+                "visitor would be an anonymous admin; add [users] to the config file (-c, "
+                "mqdashboard hash-password), listen on 127.0.0.1, or pass "
+                "--allow-anonymous-remote")
         if bool(self.access_key) != bool(self.secret_key):
             raise DashboardConfigError("acl: access_key and secret_key go together")
         for name, positive in (("session_ttl_ms", self.session_ttl_ms),
@@ -120,6 +145,9 @@ class DashboardConfig:
                     isinstance(settings[f.name], int) and not isinstance(settings[f.name], bool)):
                 raise DashboardConfigError(
                     f"{f.name} must be an integer, got {settings[f.name]!r}")
+            if f.name in settings and f.type == "bool" and not isinstance(settings[f.name], bool):
+                raise DashboardConfigError(
+                    f"{f.name} must be true or false, got {settings[f.name]!r}")
         return cls(**settings)
 
 

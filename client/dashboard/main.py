@@ -9,7 +9,8 @@ Without ``-n`` the nameserver list comes from the config file, else ``NAMESRV_AD
 listening it prints ``mqdashboard listening on http://HOST:PORT namesrv=...`` on stdout
 (port 0 picks a free port; tests read that line), logs with structlog on stderr
 (``--log-format json`` for one object per line) and stops cleanly on SIGTERM / SIGINT.
-A bad setting is one line on stderr and exit code 2.
+A bad setting is one line on stderr and exit code 2; so is a ``--host`` beyond loopback
+without ``[users]`` (everyone would be an anonymous admin) unless ``--allow-anonymous-remote``.
 """
 
 from __future__ import annotations
@@ -21,10 +22,11 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from aiorocketmq.logs import get_logger
 from aiorocketmq.server.runtime import add_common_arguments, configure_logging
 
 from .auth import hash_password
-from .config import DashboardConfig, DashboardConfigError, load_config_file
+from .config import DashboardConfig, DashboardConfigError, is_loopback, load_config_file
 
 __all__ = ["main", "build_parser"]
 
@@ -43,6 +45,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="listen port (default 8080; 0: any free port)")
     parser.add_argument("--sample-interval-ms", type=int, default=None,
                         help="live chart sample period (default 5000)")
+    parser.add_argument("--allow-anonymous-remote", action="store_true", default=None,
+                        help="without [users], serve a --host beyond loopback anyway (every "
+                             "visitor is an anonymous admin); refused otherwise")
     add_common_arguments(parser)
     return parser
 
@@ -50,7 +55,8 @@ def build_parser() -> argparse.ArgumentParser:
 def _settings(args: argparse.Namespace) -> dict[str, Any]:
     settings: dict[str, Any] = load_config_file(args.config) if args.config else {}
     for key, value in (("namesrv_addr", args.namesrv_addr), ("host", args.host),
-                       ("port", args.port), ("sample_interval_ms", args.sample_interval_ms)):
+                       ("port", args.port), ("sample_interval_ms", args.sample_interval_ms),
+                       ("allow_anonymous_remote", args.allow_anonymous_remote)):
         if value is not None:
             settings[key] = value
     return settings
@@ -106,6 +112,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     from aiorocketmq.server.runtime import serve_until_signalled
 
     configure_logging(args.log_format, args.log_level)
+    if not config.login_required and not is_loopback(config.host):
+        get_logger("aiorocketmq.dashboard").warning(
+            "dashboard.anonymous_remote_admin", host=config.host,
+            reason="no [users]: every visitor acts as an anonymous admin "
+                   "(--allow-anonymous-remote)")
     runner: web.AppRunner | None = None
 
     async def start() -> None:
