@@ -203,7 +203,11 @@ class _Pipe:
             elif item is _EOF:
                 self.finished = True
                 if transport is not None and not transport.is_closing() and transport.can_write_eof():
-                    transport.write_eof()
+                    try:
+                        transport.write_eof()
+                    except OSError:  # the peer is gone already (reset, not yet read)
+                        link.close(rst=True)
+                        return
                 link.half_closed()
             else:  # _RESET
                 self.finished = True
