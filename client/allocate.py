@@ -1,7 +1,7 @@
 """Queue allocation strategies: which of a topic's queues this consumer takes.
 
 Upstream ``org.apache.rocketmq.client.consumer.rebalance.AllocateMessageQueue*`` and
-``common.consistenthash.ConsistentHashRouter`` (REMOTING.md 6.10). Every consumer of a
+``common.consistenthash.ConsistentHashRouter`` (docs/PROTOCOL.md 6.10). Every consumer of a
 group runs the same strategy over the same inputs and must reach the same answer as the
 Java consumers it shares the group with, so the arithmetic here is upstream's exactly.
 

@@ -1,6 +1,6 @@
 """MQClientAPI: one typed coroutine per request a client sends, with upstream's semantics.
 
-Upstream ``org.apache.rocketmq.client.impl.MQClientAPIImpl`` (REMOTING.md 3.2, 3.3, 3.7,
+Upstream ``org.apache.rocketmq.client.impl.MQClientAPIImpl`` (docs/PROTOCOL.md 3.2, 3.3, 3.7,
 4.1-4.10). Each call builds the request from a typed header (``protocol.headers``) or
 body (``protocol.bodies``), sends it through ``RemotingClient`` with the caller's
 timeout (seconds: one budget for the whole call) and turns the response into a value:

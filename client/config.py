@@ -1,6 +1,6 @@
 """ClientConfig: the settings every producer and consumer shares, validated once.
 
-Upstream ``org.apache.rocketmq.client.ClientConfig`` and ``NamespaceUtil`` (REMOTING.md
+Upstream ``org.apache.rocketmq.client.ClientConfig`` and ``NamespaceUtil`` (docs/PROTOCOL.md
 4.6, 6.9). ``ClientConfig`` is an immutable record: build it with keyword arguments,
 it checks them once, and the hot paths read plain attributes. ``build_client_id()`` is
 ``buildMQClientId``: ``ip@instance[@unit]``; an instance name of ``DEFAULT`` becomes
@@ -16,7 +16,7 @@ behaviour by language (checked: nothing in broker/ or tools/ branches on it). Pa
 
 Serialize type: ``serialize_type`` is Java's ``rocketmq.serialize.type`` (environment
 ``ROCKETMQ_SERIALIZE_TYPE``, ``RemotingCommand.serializeTypeConfigInThisServer``): ``JSON``
-(default) or ``ROCKETMQ`` (binary headers, REMOTING.md 1). Every request the client sends
+(default) or ``ROCKETMQ`` (binary headers, docs/PROTOCOL.md 1). Every request the client sends
 is written in it; answers to the servers' own requests mirror the request's type, and a
 ROCKETMQ client still reads the JSON frames a broker starts itself (NOTIFY_CONSUMER_IDS_CHANGED).
 """

@@ -2,7 +2,7 @@
 
 Upstream ``org.apache.rocketmq.client.impl.factory.MQClientInstance``,
 ``impl.MQClientManager``, ``impl.ClientRemotingProcessor`` and ``RebalanceService``
-(REMOTING.md 3.5, 4.6, 6.7, 6.9, 8).
+(docs/PROTOCOL.md 3.5, 4.6, 6.7, 6.9, 8).
 
 One instance per client id per process (``MQClientInstance.acquire(config)``), shared
 by every producer and consumer built with that id and released by each of them; the
@@ -419,7 +419,7 @@ class MQClientInstance:
 
         With ``default_topic`` (a producer whose topic has no route) the default topic's
         route is fetched, its queue counts clamped to ``default_queue_nums``, and stored
-        under ``topic`` (REMOTING.md 6.7). Failures are logged and give False, as upstream.
+        under ``topic`` (docs/PROTOCOL.md 6.7). Failures are logged and give False, as upstream.
         """
         try:
             async with asyncio.timeout(LOCK_TIMEOUT):
@@ -727,7 +727,7 @@ class MQClientInstance:
         info.properties[ConsumerRunningInfo.PROP_NAMESERVER_ADDR] = self.config.namesrv_addr
         info.properties[ConsumerRunningInfo.PROP_CLIENT_VERSION] = f"V{CURRENT_VERSION}"
         # Upstream creates the response as SYSTEM_ERROR "not set any response code" and
-        # then only sets the code: the remark stays (REMOTING.md 3.5, frame id 1190).
+        # then only sets the code: the remark stays (docs/PROTOCOL.md 3.5, frame id 1190).
         return request.create_response(ResponseCode.SUCCESS, "not set any response code",
                                        None, info.encode())
 

@@ -1,7 +1,7 @@
 """Consumer offset stores: where a consumer group's progress per queue is kept.
 
 Upstream ``consumer.store.{OffsetStore,RemoteBrokerOffsetStore,LocalFileOffsetStore}``
-(REMOTING.md 4.5, 8):
+(docs/PROTOCOL.md 4.5, 8):
 
 * ``RemoteBrokerOffsetStore`` (clustering): offsets live in memory and are pushed to the
   master of each queue's broker with UPDATE_CONSUMER_OFFSET, **oneway**, from the periodic

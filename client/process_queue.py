@@ -1,6 +1,6 @@
 """ProcessQueue: the messages pulled for one queue and not yet consumed.
 
-Upstream ``org.apache.rocketmq.client.impl.consumer.ProcessQueue`` (REMOTING.md 8):
+Upstream ``org.apache.rocketmq.client.impl.consumer.ProcessQueue`` (docs/PROTOCOL.md 8):
 an offset-ordered cache (Java's ``msgTreeMap``), message count and body size for flow
 control, the span between the lowest and highest cached offsets, the orderly "consuming"
 subset (``consumingMsgOrderlyTreeMap``) with ``commit`` / ``rollback``, and the per-queue

@@ -2,7 +2,7 @@
 
 Upstream ``producer.DefaultMQProducer``, ``impl.producer.{DefaultMQProducerImpl,
 TopicPublishInfo}``, ``latency.{MQFaultStrategy,LatencyFaultToleranceImpl}``,
-``Validators`` and ``producer.selector.*`` (REMOTING.md 4.1, 5.1, 5.3-5.5, 6.7, 8).
+``Validators`` and ``producer.selector.*`` (docs/PROTOCOL.md 4.1, 5.1, 5.3-5.5, 6.7, 8).
 
 Send flow (``send_default_impl``): validate the message; find the topic's publish info
 (route from the nameserver, else the ``create_topic_key`` (TBW102) route clamped to

@@ -2,7 +2,7 @@
 
 Upstream ``consumer.DefaultMQPushConsumer``, ``impl.consumer.{DefaultMQPushConsumerImpl,
 PullAPIWrapper,PullMessageService,ConsumeMessageConcurrentlyService,
-ConsumeMessageOrderlyService}`` (REMOTING.md 4.2, 4.7, 4.9, 6.2, 6.4, 8).
+ConsumeMessageOrderlyService}`` (docs/PROTOCOL.md 4.2, 4.7, 4.9, 6.2, 6.4, 8).
 
 Tasks and ownership (all created in ``start()``, all awaited in ``shutdown()``):
 

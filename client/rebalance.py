@@ -1,6 +1,6 @@
 """Rebalance: which queues this consumer owns, and the ProcessQueue table that follows it.
 
-Upstream ``impl.consumer.{RebalanceImpl,RebalancePushImpl}`` (REMOTING.md 6.10, 4.7, 8).
+Upstream ``impl.consumer.{RebalanceImpl,RebalancePushImpl}`` (docs/PROTOCOL.md 6.10, 4.7, 8).
 
 ``do_rebalance`` runs per subscribed topic: clustering consumers sort the topic's
 subscribable queues and the group's consumer ids (GET_CONSUMER_LIST_BY_GROUP), run the
@@ -458,7 +458,7 @@ class RebalancePushImpl(RebalanceImpl):
         self.consumer.offset_store.remove_offset(mq)
 
     async def compute_pull_from_where(self, mq: MessageQueue) -> int:
-        """``computePullFromWhereWithException`` (REMOTING.md 6.10)."""
+        """``computePullFromWhereWithException`` (docs/PROTOCOL.md 6.10)."""
         c = self.consumer
         where = c.consume_from_where
         last = await c.offset_store.read_offset(mq, ReadOffsetType.READ_FROM_STORE)

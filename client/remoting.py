@@ -17,7 +17,7 @@ Upstream ``NettyRemotingClient``:
   stayed up longer, or that we closed ourselves (timeouts, ``close_channel``), clears the
   address's backoff.
 * Every channel shares the client's processor table (broker-initiated requests such as
-  NOTIFY_CONSUMER_IDS_CHANGED, REMOTING.md 3.5) and its async / oneway permit pools
+  NOTIFY_CONSUMER_IDS_CHANGED, docs/PROTOCOL.md 3.5) and its async / oneway permit pools
   (clientAsyncSemaphoreValue / clientOnewaySemaphoreValue, 65535 each).
 * A sync request that times out closes its channel (``clientCloseSocketIfTimeout``, true in
   4.9.7), as does a request that could not be written.

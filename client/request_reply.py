@@ -1,4 +1,4 @@
-"""Request-reply: ``request(msg, timeout)`` and ``create_reply_message`` (REMOTING.md 3.5, 5.1,
+"""Request-reply: ``request(msg, timeout)`` and ``create_reply_message`` (docs/PROTOCOL.md 3.5, 5.1,
 vectors scenario ``reply``).
 
 Upstream ``DefaultMQProducerImpl.request`` / ``prepareSendRequest`` / ``waitResponse``,

@@ -3,7 +3,7 @@
 Upstream ``producer.TransactionMQProducer``, ``TransactionListener``,
 ``LocalTransactionState``, ``TransactionSendResult`` and ``DefaultMQProducerImpl``
 (``sendMessageInTransaction``, ``endTransaction``, ``checkTransactionState``);
-REMOTING.md 4.8, 6.6, vectors scenario ``tx``.
+docs/PROTOCOL.md 4.8, 6.6, vectors scenario ``tx``.
 
 Contract:
 

@@ -1,4 +1,4 @@
-/* The layout checks of a stored message record (REMOTING.md 5.2), shared by the C
+/* The layout checks of a stored message record (docs/PROTOCOL.md 5.2), shared by the C
  * decoders: protocol/_message.c (MessageExt objects) and spark_sink/_records.c (Arrow
  * buffers); server/store/_units.c reads its consume-queue units with be32 / be64. A record passes ``stored_record_lengths`` exactly when protocol/message.py's
  * ``decode_message`` reads it as a v1 record with IPv4 hosts and no compressed body,

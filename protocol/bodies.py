@@ -1,4 +1,4 @@
-"""The JSON bodies that nameserver, broker, clients and mqadmin exchange (REMOTING.md 4.3-4.11).
+"""The JSON bodies that nameserver, broker, clients and mqadmin exchange (docs/PROTOCOL.md 4.3-4.11).
 
 Each body is a slotted dataclass with snake_case attributes; a table of fields maps
 them to the Java property names (getter-derived camelCase, e.g. ``clientID``,
@@ -369,7 +369,7 @@ def _e_mq_list(v: Iterable[MessageQueue]) -> list[dict[str, Any]]:
 
 
 # ---------------------------------------------------------------------------------------
-# Topic configuration and registration (REMOTING.md 4.4)
+# Topic configuration and registration (docs/PROTOCOL.md 4.4)
 
 
 @dataclass(slots=True)
@@ -456,7 +456,7 @@ _MAX_INFLATED = 64 * 1024 * 1024
 
 @dataclass(slots=True)
 class RegisterBrokerBody(_Body):
-    """``RegisterBrokerBody``: JSON, or with ``compressed=True`` the zlib form of REMOTING.md 4.4."""
+    """``RegisterBrokerBody``: JSON, or with ``compressed=True`` the zlib form of docs/PROTOCOL.md 4.4."""
 
     topic_config_serialize_wrapper: TopicConfigSerializeWrapper = field(
         default_factory=TopicConfigSerializeWrapper
@@ -536,7 +536,7 @@ class RegisterBrokerBody(_Body):
 
 
 # ---------------------------------------------------------------------------------------
-# Route and cluster data (REMOTING.md 4.3)
+# Route and cluster data (docs/PROTOCOL.md 4.3)
 
 
 @dataclass(slots=True)
@@ -588,7 +588,7 @@ class BrokerData(_Body):
 @dataclass(slots=True)
 class TopicRouteData(_Body):
     """``TopicRouteData``. ``encode(standard=True)`` is the form for requests with version
-    >= V4_9_4 or ``acceptStandardJsonOnly``; the legacy form otherwise (REMOTING.md 4.3)."""
+    >= V4_9_4 or ``acceptStandardJsonOnly``; the legacy form otherwise (docs/PROTOCOL.md 4.3)."""
 
     order_topic_conf: str | None = None
     queue_datas: list[QueueData] = field(default_factory=list)
@@ -663,7 +663,7 @@ class KVTable(_Body):
 
 
 # ---------------------------------------------------------------------------------------
-# Client registration (REMOTING.md 4.6)
+# Client registration (docs/PROTOCOL.md 4.6)
 
 
 @dataclass(slots=True)
@@ -790,7 +790,7 @@ GetConsumerListByGroupResponseBody = ConsumerListBody
 
 
 # ---------------------------------------------------------------------------------------
-# Ordered-consumption locks (REMOTING.md 4.7)
+# Ordered-consumption locks (docs/PROTOCOL.md 4.7)
 
 _MQ_LIST = _d_list(_d_mq)
 
@@ -833,7 +833,7 @@ class LockBatchResponseBody(_Body):
 
 
 # ---------------------------------------------------------------------------------------
-# Admin bodies (REMOTING.md 4.11)
+# Admin bodies (docs/PROTOCOL.md 4.11)
 
 
 @dataclass(slots=True)
@@ -1344,7 +1344,7 @@ class ProducerInfo(_Body):
 
 
 # ---------------------------------------------------------------------------------------
-# Java properties text (GET/UPDATE_BROKER_CONFIG, GET/UPDATE_NAMESRV_CONFIG; REMOTING.md 7.11)
+# Java properties text (GET/UPDATE_BROKER_CONFIG, GET/UPDATE_NAMESRV_CONFIG; docs/PROTOCOL.md 7.11)
 
 
 def _prop_text(v: Any) -> str:

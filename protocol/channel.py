@@ -1,6 +1,6 @@
 """Channel: one remoting connection on asyncio, both directions (the one I/O module of protocol/).
 
-Contract (upstream ``NettyRemotingAbstract`` + ``ResponseFuture``; REMOTING.md 1, 2.1):
+Contract (upstream ``NettyRemotingAbstract`` + ``ResponseFuture``; docs/PROTOCOL.md 1, 2.1):
 
 * Reading: ``data_received`` feeds a ``FrameDecoder`` and drains every whole frame.
   Responses (flag bit 0) complete the pending entry of their opaque; an unmatched one is
@@ -38,7 +38,7 @@ Contract (upstream ``NettyRemotingAbstract`` + ``ResponseFuture``; REMOTING.md 1
 """
 
 # ASYNC109: ``timeout`` is the request's budget, handed to one per-request timer inside the
-# channel (STYLE.md 3), which is exactly what that rule asks callers to do.
+# channel (docs/STYLE.md 3), which is exactly what that rule asks callers to do.
 # ruff: noqa: ASYNC109
 
 from __future__ import annotations

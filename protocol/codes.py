@@ -1,6 +1,6 @@
 """Every numeric and named constant of the remoting protocol, defined once.
 
-Sources (REMOTING.md sections 2-6): ``RequestCode.java``, ``ResponseCode.java``,
+Sources (docs/PROTOCOL.md sections 2-6): ``RequestCode.java``, ``ResponseCode.java``,
 ``RemotingSysResponseCode.java``, ``LanguageCode.java``, ``SerializeType.java``,
 ``PermName.java``, ``MessageSysFlag.java``, ``PullSysFlag.java``,
 ``TopicSysFlag.java``, ``MessageConst.java``, ``MixAll.java``, ``MQVersion.java``
@@ -30,7 +30,7 @@ __all__ = [
 
 
 class RequestCode(IntEnum):
-    """Request codes (REMOTING.md 3.6)."""
+    """Request codes (docs/PROTOCOL.md 3.6)."""
 
     SEND_MESSAGE = 10
     PULL_MESSAGE = 11
@@ -132,7 +132,7 @@ class RequestCode(IntEnum):
 
 
 class ResponseCode(IntEnum):
-    """Response codes (REMOTING.md 3.7); 0-4 are RemotingSysResponseCode."""
+    """Response codes (docs/PROTOCOL.md 3.7); 0-4 are RemotingSysResponseCode."""
 
     SUCCESS = 0
     SYSTEM_ERROR = 1
@@ -193,7 +193,7 @@ class LanguageCode(IntEnum):
 
 
 class SerializeType(IntEnum):
-    """High byte of the header-length word (REMOTING.md 1)."""
+    """High byte of the header-length word (docs/PROTOCOL.md 1)."""
 
     JSON = 0
     ROCKETMQ = 1
@@ -212,7 +212,7 @@ _INHERIT, _WRITE, _READ = 1, 2, 4
 
 
 class Perm(IntFlag):
-    """PermName bits (REMOTING.md 6.8)."""
+    """PermName bits (docs/PROTOCOL.md 6.8)."""
 
     INHERIT = _INHERIT
     WRITE = _WRITE
@@ -242,7 +242,7 @@ class Perm(IntFlag):
 
 
 class MessageSysFlag:
-    """Message sysFlag bits (REMOTING.md 5.3)."""
+    """Message sysFlag bits (docs/PROTOCOL.md 5.3)."""
 
     COMPRESSED_FLAG = 0x1
     MULTI_TAGS_FLAG = 0x2
@@ -269,7 +269,7 @@ class MessageSysFlag:
 
 
 class PullSysFlag:
-    """PULL_MESSAGE header sysFlag bits (REMOTING.md 4.2)."""
+    """PULL_MESSAGE header sysFlag bits (docs/PROTOCOL.md 4.2)."""
 
     COMMIT_OFFSET = 0x1
     SUSPEND = 0x2
@@ -361,7 +361,7 @@ class MessageConst:
 
 
 class MQVersion:
-    """Ordinals of ``MQVersion.Version`` that matter on the wire (REMOTING.md 2.5)."""
+    """Ordinals of ``MQVersion.Version`` that matter on the wire (docs/PROTOCOL.md 2.5)."""
 
     V3_0_7_SNAPSHOT = 28
     V3_0_11 = 37

@@ -1,16 +1,16 @@
 """RemotingCommand: the one message type of the remoting protocol, and its two header encodings.
 
-A frame on the wire (REMOTING.md 1) is::
+A frame on the wire (docs/PROTOCOL.md 1) is::
 
     int32 totalLength | int32 (serializeType << 24 | headerLength) | header | body
 
 ``RemotingCommand.encode()`` produces a whole frame; ``RemotingCommand.decode(payload)``
 takes the frame *without* its 4-byte length prefix (what ``FrameDecoder`` hands out).
 
-JSON headers are written as fastjson writes ``RemotingCommand`` (REMOTING.md 2.2):
+JSON headers are written as fastjson writes ``RemotingCommand`` (docs/PROTOCOL.md 2.2):
 keys alphabetical, nulls omitted, ``language`` by name, ``serializeTypeCurrentRPC``
 present, ``extFields`` values strings in Java ``HashMap`` order. ROCKETMQ headers follow
-``RocketMQSerializable`` byte for byte (REMOTING.md 2.3); where the optional C module
+``RocketMQSerializable`` byte for byte (docs/PROTOCOL.md 2.3); where the optional C module
 ``_command`` (protocol/_command.c) is built it reads and writes them, handing anything
 unusual back to ``_decode_rocketmq_header_py`` / ``_encode_rocketmq_header_py``, which stay
 the reference (and raise the errors).

@@ -108,7 +108,7 @@ class MQClientError(RocketMQError, ValueError):
 
 class RequestTimeoutError(RocketMQError, TimeoutError):
     """A request-reply request was sent but no reply arrived in time (upstream
-    ``RequestTimeoutException``; REMOTING.md 3.5)."""
+    ``RequestTimeoutException``; docs/PROTOCOL.md 3.5)."""
 
 
 class MQBrokerError(RocketMQError):

@@ -1,4 +1,4 @@
-"""A reader and writer for the JSON dialect fastjson 1.x speaks (REMOTING.md 7).
+"""A reader and writer for the JSON dialect fastjson 1.x speaks (docs/PROTOCOL.md 7).
 
 Every RocketMQ body is ``JSON.toJSONString(obj)`` / ``JSON.parseObject(bytes, cls)``
 (upstream ``RemotingSerializable``). fastjson's output is JSON except for map keys:

@@ -1,7 +1,7 @@
 """Incremental frame splitting: bytes in, ``RemotingCommand`` objects out (sans-IO).
 
 Framing is upstream's ``LengthFieldBasedFrameDecoder(maxFrameLength, 0, 4, 0, 4)``
-(REMOTING.md 1): an int32 big-endian length that does not count itself, then that
+(docs/PROTOCOL.md 1): an int32 big-endian length that does not count itself, then that
 many bytes. Like Netty, the limit applies to ``length + 4``; an over-long frame is a
 ``FrameTooLargeError`` raised *before* anything is buffered for it, so a hostile
 length word cannot make us allocate. After a ``ProtocolError`` the decoder is

@@ -1,6 +1,6 @@
 """Typed custom headers: ``RemotingCommand.ext_fields`` <-> slotted dataclasses.
 
-Contract (REMOTING.md 2.6, upstream ``RemotingCommand.decodeCommandCustomHeader`` /
+Contract (docs/PROTOCOL.md 2.6, upstream ``RemotingCommand.decodeCommandCustomHeader`` /
 ``makeCustomHeaderToNet`` and the header classes under
 ``common/.../protocol/header/**``):
 
@@ -24,14 +24,14 @@ Contract (REMOTING.md 2.6, upstream ``RemotingCommand.decodeCommandCustomHeader`
   ``TRACE_ON``, ``MSG_REGION``, ...) are kept in ``extra`` in arrival order and written
   back after the declared fields; a declared field wins over an ``extra`` entry of the
   same key.
-* ``bname`` (4.9.5+ ``RpcRequestHeader``) is declared last on the headers REMOTING.md
+* ``bname`` (4.9.5+ ``RpcRequestHeader``) is declared last on the headers docs/PROTOCOL.md
   marks "(+bname)".
 
 The four upstream ``FastCodesHeader`` classes (``SendMessageRequestHeaderV2``,
 ``SendMessageResponseHeader``, ``PullMessageRequestHeader``,
 ``PullMessageResponseHeader``) are the hot path: they override both methods with
 hand-written code and write their keys in the fixed order upstream's binary encoder
-uses (REMOTING.md 2.6), which is therefore the ROCKETMQ wire order;
+uses (docs/PROTOCOL.md 2.6), which is therefore the ROCKETMQ wire order;
 ``RemotingCommand`` reorders JSON headers itself. ``from_ext_fields_generic`` /
 ``to_ext_fields_generic`` stay available on them, and the tests hold both paths equal.
 
@@ -399,7 +399,7 @@ def decode_header(cls: type[_H], request: RemotingCommand) -> _H:
 
 
 # ----------------------------------------------------------------------------------------
-# Send (REMOTING.md 4.1)
+# Send (docs/PROTOCOL.md 4.1)
 
 
 @command_header
@@ -667,7 +667,7 @@ class ReplyMessageRequestHeader(CommandHeader):
 
 
 # ----------------------------------------------------------------------------------------
-# Pull (REMOTING.md 4.2)
+# Pull (docs/PROTOCOL.md 4.2)
 
 _PULL_REQUEST_KEYS = frozenset(
     (
@@ -839,7 +839,7 @@ class PullMessageResponseHeader(CommandHeader):
 
 
 # ----------------------------------------------------------------------------------------
-# Offsets (REMOTING.md 4.5)
+# Offsets (docs/PROTOCOL.md 4.5)
 
 
 @command_header
@@ -931,7 +931,7 @@ class GetEarliestMsgStoretimeResponseHeader(CommandHeader):
 
 
 # ----------------------------------------------------------------------------------------
-# Query / view (REMOTING.md 4.10)
+# Query / view (docs/PROTOCOL.md 4.10)
 
 
 @command_header
@@ -964,7 +964,7 @@ class QueryMessageResponseHeader(CommandHeader):
 
 
 # ----------------------------------------------------------------------------------------
-# Client registration, retry, transactions (REMOTING.md 4.6, 4.8, 4.9)
+# Client registration, retry, transactions (docs/PROTOCOL.md 4.6, 4.8, 4.9)
 
 
 @command_header
@@ -1048,7 +1048,7 @@ class CheckTransactionStateRequestHeader(CommandHeader):
 
 
 # ----------------------------------------------------------------------------------------
-# Broker admin (REMOTING.md 3.4, 3.5, 4.11)
+# Broker admin (docs/PROTOCOL.md 3.4, 3.5, 4.11)
 
 
 @command_header
@@ -1275,7 +1275,7 @@ class GetBrokerAclConfigResponseHeader(CommandHeader):
 
 
 # ----------------------------------------------------------------------------------------
-# Nameserver (REMOTING.md 3.1, 4.3, 4.4, 4.11)
+# Nameserver (docs/PROTOCOL.md 3.1, 4.3, 4.4, 4.11)
 
 
 @command_header

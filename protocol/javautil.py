@@ -1,8 +1,8 @@
 """Java behaviours the wire depends on: ``String.hashCode`` and ``HashMap`` iteration order.
 
 ``String.hashCode`` gives consume-queue tag codes and HEART_BEAT ``codeSet``
-(REMOTING.md 4.6, 6.1). ``HashMap`` order is the order fastjson writes
-``extFields`` in (REMOTING.md 2.2); we reproduce it so our JSON headers are
+(docs/PROTOCOL.md 4.6, 6.1). ``HashMap`` order is the order fastjson writes
+``extFields`` in (docs/PROTOCOL.md 2.2); we reproduce it so our JSON headers are
 byte-identical to Java's, which the captured vectors check.
 """
 

@@ -1,6 +1,6 @@
 """The message codec: properties string, Message/MessageExt, stored records, batch bodies, ids.
 
-Contract (REMOTING.md 5; upstream ``MessageDecoder``, ``Message``, ``MessageExt``,
+Contract (docs/PROTOCOL.md 5; upstream ``MessageDecoder``, ``Message``, ``MessageExt``,
 ``MessageClientExt``, ``MessageClientIDSetter``, ``CommitLog.DefaultAppendMessageCallback``):
 
 * ``encode_properties`` / ``decode_properties`` are ``messageProperties2String`` /
@@ -87,7 +87,7 @@ __all__ = [
     "decompress_body",
 ]
 
-# --- record layout (REMOTING.md 5.2) -------------------------------------------------
+# --- record layout (docs/PROTOCOL.md 5.2) --------------------------------------------
 
 MESSAGE_MAGIC_CODE = -626843481  # 0xDAA320A7, v1: 1-byte topic length
 MESSAGE_MAGIC_CODE_V2 = -626843477  # 0xDAA320AB, v2 (5.x): 2-byte topic length
@@ -180,7 +180,7 @@ class MessageTooLargeError(MessageEncodeError):
     """A field over the wire's length limit: topic > 127 bytes, properties > 32767 bytes."""
 
 
-# --- properties string (REMOTING.md 5.1) ---------------------------------------------
+# --- properties string (docs/PROTOCOL.md 5.1) ----------------------------------------
 
 
 def encode_properties(props: Mapping[str, str | None]) -> str:
@@ -622,7 +622,7 @@ class MessageExt(Message):
         )
 
 
-# --- stored records (REMOTING.md 5.2) ------------------------------------------------
+# --- stored records (docs/PROTOCOL.md 5.2) -------------------------------------------
 
 
 def store_timestamp_pos(sys_flag: int) -> int:
@@ -939,7 +939,7 @@ def _decode_messages_py(buf: Any, *, decompress: bool = True) -> list[MessageExt
     return out
 
 
-# --- batch body (REMOTING.md 5.5) ----------------------------------------------------
+# --- batch body (docs/PROTOCOL.md 5.5) -----------------------------------------------
 
 
 def encode_batch(messages: Sequence[Message]) -> bytes:
@@ -1011,7 +1011,7 @@ def decode_batch(body: Any, *, topic: str = "") -> list[Message]:
     return out
 
 
-# --- message ids (REMOTING.md 5.4) ---------------------------------------------------
+# --- message ids (docs/PROTOCOL.md 5.4) ----------------------------------------------
 
 
 def create_offset_msg_id(store_host: bytes, physical_offset: int) -> str:

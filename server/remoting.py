@@ -11,7 +11,7 @@ wires its processors after creating the server; channels read the table live.
 ``start()`` binds (port 0 picks a free port, read back from ``port``); ``stop()`` stops
 accepting, closes every channel and waits for their handler tasks.
 
-Graceful drain (a broker's shutdown, STYLE.md 3): ``stop_accepting()`` closes the
+Graceful drain (a broker's shutdown, docs/STYLE.md 3): ``stop_accepting()`` closes the
 listening socket (connections that still arrive are closed at once) while live
 connections keep being served; ``await drain(timeout)`` then waits, at most ``timeout``
 seconds, until no connection has a coroutine handler running (e.g. a SYNC_FLUSH send

@@ -22,7 +22,7 @@ Contract:
   ``DataLossError`` naming the queue when ``fail_on_data_loss``, else skips what is gone
   and logs ``spark.data_loss``.
 
-Upstream: ``DefaultMQPullConsumerImpl.pullSyncImpl`` (pull flags, REMOTING.md 4.2),
+Upstream: ``DefaultMQPullConsumerImpl.pullSyncImpl`` (pull flags, docs/PROTOCOL.md 4.2),
 ``RebalanceImpl`` + ``AllocateMessageQueueAveragely`` (6.10), ``MQClientInstance``
 heartbeats (4.6), ``RemoteBrokerOffsetStore.updateConsumeOffsetToBroker`` (4.5).
 """
@@ -101,7 +101,7 @@ class RocketMQLink:
     def __init__(self, name_server: str, *, timeout_ms: int = 10_000,
                  credentials: SessionCredentials | None = None) -> None:
         # A unique instance name per link: two queries of one driver process joining the
-        # same group must be two consumers (clientId = ip@instance, REMOTING.md 4.6).
+        # same group must be two consumers (clientId = ip@instance, docs/PROTOCOL.md 4.6).
         instance = f"spark-{os.getpid()}-{uuid.uuid4().hex[:12]}"
         self.config = ClientConfig(
             namesrv_addr=name_server, instance_name=instance, mq_client_api_timeout_ms=timeout_ms,

@@ -3,7 +3,7 @@
 Contract:
 
 * A queue is a ``QueueKey(topic, broker_name, queue_id)`` (upstream ``MessageQueue``); its
-  offset is a consume-queue index (REMOTING.md 4.5: ``GET_MAX_OFFSET`` is one past the last
+  offset is a consume-queue index (docs/PROTOCOL.md 4.5: ``GET_MAX_OFFSET`` is one past the last
   message), so a range ``[start, end)`` holds ``end - start`` messages before tag filtering.
 * ``offsets_to_json`` writes ``{"topic": {"broker": {"queueId": offset}}}`` with every level's
   keys in sorted (string) order, so ``json.dumps`` of it equals ``json.dumps(...,

@@ -42,7 +42,7 @@ __all__ = [
 ]
 
 # Pulls need a group name even when no group is joined; the broker auto-creates it
-# (REMOTING.md 6.3) and nothing is stored under it because read() never commits.
+# (docs/PROTOCOL.md 6.3) and nothing is stored under it because read() never commits.
 DEFAULT_READER_GROUP = "spark-rocketmq-reader"
 DEFAULT_PRODUCER_GROUP = "spark-rocketmq-writer"
 

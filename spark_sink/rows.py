@@ -17,7 +17,7 @@ Contract:
   equivalent, kept for tests and callers that want tuples. ``with_body_fields`` appends
   bodySchema's columns to a batch.
 * ``msgId`` is the client-visible id (UNIQ_KEY when the producer set one, else the
-  broker's offset message id, REMOTING.md 5.4); ``keys`` is the raw ``KEYS`` property
+  broker's offset message id, docs/PROTOCOL.md 5.4); ``keys`` is the raw ``KEYS`` property
   (space-separated); ``properties`` is every property, system ones included.
 """
 

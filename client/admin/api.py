@@ -1,6 +1,6 @@
 """``MQAdmin``: the admin calls mqadmin makes, as typed coroutines (upstream ``DefaultMQAdminExtImpl``).
 
-REMOTING.md 3.1, 3.4, 4.3, 4.10, 4.11. One ``MQAdmin`` owns one ``RemotingClient`` (use
+docs/PROTOCOL.md 3.1, 3.4, 4.3, 4.10, 4.11. One ``MQAdmin`` owns one ``RemotingClient`` (use
 ``async with MQAdmin(namesrv)``) and every call has one timeout budget (``timeout``
 seconds, default 3 s like ``mqClientApiTimeout``; forwarded consumer calls get the
 broker's 10 s plus slack). Which requests each call sends follows the 4.9.7 tools, as

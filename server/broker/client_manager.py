@@ -2,7 +2,7 @@
 
 Contract (upstream ``ProducerManager``, ``ConsumerManager``, ``ConsumerGroupInfo``,
 ``ClientChannelInfo``, ``DefaultConsumerIdsChangeListener``, ``Broker2Client``,
-``ClientHousekeepingService``; REMOTING.md 4.6, 6.3):
+``ClientHousekeepingService``; docs/PROTOCOL.md 4.6, 6.3):
 
 * Each group maps a live ``Channel`` to a ``ClientChannelInfo`` (clientId, language,
   version, last heartbeat on the loop clock).
@@ -128,7 +128,7 @@ class ConsumerGroupInfo:
         return updated
 
     def update_subscription(self, subs: Iterable[Any]) -> bool:
-        """REMOTING.md 4.6 rules; ``True`` when a topic was added or removed."""
+        """docs/PROTOCOL.md 4.6 rules; ``True`` when a topic was added or removed."""
         updated = False
         topics = set()
         for sub in subs:

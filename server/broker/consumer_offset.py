@@ -1,6 +1,6 @@
 """Consumer offsets per ``topic@group`` and queue, persisted to ``consumerOffset.json``.
 
-Contract (upstream ``ConsumerOffsetManager``; REMOTING.md 4.5, 6.3): ``commit_offset``
+Contract (upstream ``ConsumerOffsetManager``; docs/PROTOCOL.md 4.5, 6.3): ``commit_offset``
 stores the offset a consumer reports (a lower value than the stored one is accepted and
 logged, as upstream); ``query_offset`` returns -1 when the group has none for that queue.
 The file holds ``{"offsetTable":{"topic@group":{0:12,1:7}}}``, fastjson's form with bare

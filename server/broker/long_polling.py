@@ -1,4 +1,4 @@
-"""Hold-and-notify long polling (upstream ``PullRequestHoldService``; REMOTING.md 6.2).
+"""Hold-and-notify long polling (upstream ``PullRequestHoldService``; docs/PROTOCOL.md 6.2).
 
 Contract:
 

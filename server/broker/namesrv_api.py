@@ -1,6 +1,6 @@
 """The broker's calls to the nameservers (upstream ``BrokerOuterAPI`` + ``BrokerController.registerBrokerAll``).
 
-Contract (REMOTING.md 4.4, 4.11, 6.7, 6.9):
+Contract (docs/PROTOCOL.md 4.4, 4.11, 6.7, 6.9):
 
 * ``register_broker_all(oneway=...)`` sends REGISTER_BROKER with the whole topic table
   (each topic carrying the broker's perm when the broker is not both readable and

@@ -1,6 +1,6 @@
 """The broker's ordered-consumption lock table (upstream ``RebalanceLockManager``).
 
-Contract (REMOTING.md 4.7, 6.9):
+Contract (docs/PROTOCOL.md 4.7, 6.9):
 
 * One entry per (consumer group, ``MessageQueue``): the client id holding it and the time
   of its last lock or re-lock. A lock is held while ``now - last_update <= 60 s``

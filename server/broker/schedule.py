@@ -1,6 +1,6 @@
 """Delivery of delayed messages parked in ``SCHEDULE_TOPIC_XXXX`` (upstream ``ScheduleMessageService``).
 
-Contract (REMOTING.md 6.5, 6.9):
+Contract (docs/PROTOCOL.md 6.5, 6.9):
 
 * The store parks a message whose ``DELAY`` level is positive in ``SCHEDULE_TOPIC_XXXX``
   queue ``level - 1`` (levels above the table clamped to the last), with ``REAL_TOPIC`` /

@@ -14,7 +14,7 @@ Contract:
   ``getTransferedTps``) come from one cumulative sample per second (601 kept), over 10 s,
   60 s and 600 s windows, formatted like ``StoreStatsService``: each window's Java double, an
   empty string while there are not yet enough samples, joined by single spaces (so
-  ``"0.0 0.2998800479808077 "`` early on; REMOTING.md 4.11).
+  ``"0.0 0.2998800479808077 "`` early on; docs/PROTOCOL.md 4.11).
 * ``msgPutTotal*`` / ``msgGetTotal*``: upstream ``BrokerStats.record()`` runs at each local
   midnight; the totals at the last two midnights give "today morning" and "yesterday
   morning".

@@ -1,6 +1,6 @@
 """Subscription groups and ``subscriptionGroup.json`` (upstream ``SubscriptionGroupManager``).
 
-Contract (REMOTING.md 6.3): the table starts with upstream's built-in groups
+Contract (docs/PROTOCOL.md 6.3): the table starts with upstream's built-in groups
 (``TOOLS_CONSUMER``, ``FILTERSRV_CONSUMER``, ``SELF_TEST_C_GROUP``, ``CID_ONS-HTTP-PROXY``,
 ``CID_ONSAPI_PULL``, ``CID_ONSAPI_PERMISSION``, ``CID_ONSAPI_OWNER``, the first two with
 broadcast consumption disabled); ``load()`` overlays the file. ``find`` auto-creates a

@@ -1,6 +1,6 @@
 """The broker's topic table, its DataVersion and ``topics.json`` (upstream ``TopicConfigManager``).
 
-Contract (REMOTING.md 6.7, 6.8, 4.11):
+Contract (docs/PROTOCOL.md 6.7, 6.8, 4.11):
 
 * At construction the table holds the system topics exactly as upstream creates them:
   ``SELF_TEST_TOPIC`` 1/1, ``TBW102`` 8/8 perm 7 (only with ``autoCreateTopicEnable``),
@@ -126,7 +126,7 @@ class TopicConfigManager(ConfigManager):
         self, topic: str, default_topic: str, remote_addr: str, client_default_queue_nums: int,
         topic_sys_flag: int,
     ) -> TopicConfig | None:
-        """Auto-create ``topic`` from ``default_topic`` (REMOTING.md 6.7); ``None`` if not allowed."""
+        """Auto-create ``topic`` from ``default_topic`` (docs/PROTOCOL.md 6.7); ``None`` if not allowed."""
         tc = self.topic_config_table.get(topic)
         if tc is not None:
             return tc

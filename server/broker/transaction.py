@@ -3,7 +3,7 @@
 Upstream ``TransactionalMessageBridge``, ``TransactionalMessageServiceImpl``,
 ``TransactionalMessageUtil``, ``TransactionalMessageCheckService``,
 ``AbstractTransactionalMessageCheckListener`` / ``DefaultTransactionalMessageCheckListener``
-and ``Broker2Client.checkProducerTransactionState`` (REMOTING.md 4.8, 6.6).
+and ``Broker2Client.checkProducerTransactionState`` (docs/PROTOCOL.md 4.8, 6.6).
 
 Contract:
 
@@ -162,7 +162,7 @@ def end_message_transaction(msg: MessageExt, commit_or_rollback: int,
     """``endMessageTransaction`` + EndTransactionProcessor's fix-ups: the committed record.
 
     Upstream quirk kept: the stored string is the half message's, taken before
-    ``REAL_TOPIC``/``REAL_QID``/``TRAN_MSG`` leave the map (REMOTING.md 6.6 step 3).
+    ``REAL_TOPIC``/``REAL_QID``/``TRAN_MSG`` leave the map (docs/PROTOCOL.md 6.6 step 3).
 
     Raises:
         ValueError: ``REAL_TOPIC`` / ``REAL_QID`` missing or not a number.

@@ -3,7 +3,7 @@
 Upstream ``NamesrvConfig`` (common/namesrv/NamesrvConfig.java) plus the few
 ``NettyServerConfig`` keys our server honours (``listenPort``, the 5.x ``bindAddress``,
 the idle timeout and the permit pools), plus two timings upstream hard-codes
-(REMOTING.md 4.4, 6.9) and which we make settable so tests can shorten expiry:
+(docs/PROTOCOL.md 4.4, 6.9) and which we make settable so tests can shorten expiry:
 
 * ``scanNotActiveBrokerInterval`` (ms, default 10 000): how often the expiry scan runs
   (4.9.x: every 10 s; 5.x names this key and uses 5 s).

@@ -3,7 +3,7 @@
 Upstream ``kvconfig/KVConfigManager`` and ``KVConfigSerializeWrapper``: namespace ->
 {key: value}, written after every change as ``{"configTable":{"ns":{"k":"v"}}}`` to
 ``kvConfigPath`` and read back at start. The ``ORDER_TOPIC_CONFIG`` namespace feeds
-``TopicRouteData.orderTopicConf`` and the REGISTER_BROKER answer (REMOTING.md 4.3, 4.4).
+``TopicRouteData.orderTopicConf`` and the REGISTER_BROKER answer (docs/PROTOCOL.md 4.3, 4.4).
 
 Contract:
 

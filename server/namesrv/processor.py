@@ -1,6 +1,6 @@
 """The nameserver's request handlers, one per request code, in one table.
 
-Upstream ``namesrv/processor/DefaultRequestProcessor`` (REMOTING.md 3.1, 4.3, 4.4, 7).
+Upstream ``namesrv/processor/DefaultRequestProcessor`` (docs/PROTOCOL.md 3.1, 4.3, 4.4, 7).
 The processor contract is docs/ARCHITECTURE.md's: ``handler(channel, request)`` returns a
 response (or a coroutine of one: the KV and config changes, which wait for the disk).
 Codes not in :attr:`NamesrvProcessor.table` get REQUEST_CODE_NOT_SUPPORTED from the

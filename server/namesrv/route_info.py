@@ -1,6 +1,6 @@
 """RouteInfoManager: the nameserver's routing tables, pure and synchronous.
 
-Upstream ``namesrv/routeinfo/RouteInfoManager`` (REMOTING.md 4.3, 4.4, 6.8). No I/O, no
+Upstream ``namesrv/routeinfo/RouteInfoManager`` (docs/PROTOCOL.md 4.3, 4.4, 6.8). No I/O, no
 event loop, no clock of its own: time comes from the ``clock`` callable (milliseconds)
 given at construction, or explicitly as ``now_ms``, so tests drive expiry without sleeping.
 Channels are opaque handles compared by identity; the owner closes them.
@@ -19,7 +19,7 @@ is rebuilt only from a master's registration (brokerId 0) and only when its Data
 differs from the stored one or this is the broker's first registration; topics missing
 from a later body keep their queue data; every register refreshes the live timestamp.
 The nameserver stores the perms the broker sends: a broker whose ``brokerPermission`` is
-not read-write caps every topic's perm before registering (REMOTING.md 6.8), and a perm
+not read-write caps every topic's perm before registering (docs/PROTOCOL.md 6.8), and a perm
 changed here by WIPE/ADD_WRITE_PERM survives re-registrations with an unchanged DataVersion.
 
 Every mutation is all or nothing: ``register_broker`` validates its whole input before it

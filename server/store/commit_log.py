@@ -12,7 +12,7 @@ Contract:
   disk) propagates to the caller before anything is written for the record.
 * Delayed messages are parked in ``SCHEDULE_TOPIC_XXXX`` queue ``level - 1`` with
   ``REAL_TOPIC`` / ``REAL_QID`` added, as upstream ``CommitLog.asyncPutMessage``
-  (REMOTING.md 6.5); transactional PREPARED/ROLLBACK records take queue offset 0 and do
+  (docs/PROTOCOL.md 6.5); transactional PREPARED/ROLLBACK records take queue offset 0 and do
   not advance the queue (6.1).
 * Reads return ``memoryview`` slices of the mapping (pull bodies are the log's bytes).
 * ``recover`` checks records forward from a known-good point and returns the end of
@@ -132,7 +132,7 @@ class CommitLog:
     # -- appending --
 
     def apply_delay(self, inner: MessageExtBrokerInner) -> None:
-        """Park a delayed NOT/COMMIT message in ``SCHEDULE_TOPIC_XXXX`` (REMOTING.md 6.5)."""
+        """Park a delayed NOT/COMMIT message in ``SCHEDULE_TOPIC_XXXX`` (docs/PROTOCOL.md 6.5)."""
         tx = inner.sys_flag & 0xC
         if (tx != 0 and tx != _COMMIT) or inner.topic == _SCHEDULE_TOPIC:
             return  # already parked (a caller that rewrote it itself)

@@ -1,6 +1,6 @@
 """Per-(topic, queueId) consume queue: the index from queue offset to commit-log record.
 
-Contract (REMOTING.md 6.1): the queue is an array of 20-byte units (commit-log offset
+Contract (docs/PROTOCOL.md 6.1): the queue is an array of 20-byte units (commit-log offset
 int64, record size int32, tags code int64, big-endian) in fixed-size mapped files under
 ``consumequeue/<topic>/<queueId>/``. Queue offset N is unit N; ``max_offset`` is one
 past the last unit written, ``min_offset`` the first unit whose record still exists.

@@ -5,7 +5,7 @@ derived data, used both right after each append and when recovery re-reads the l
 beyond the checkpoint (so the two cannot disagree). It is idempotent: consume queues
 ignore units they already hold and the index ignores offsets it has indexed.
 
-* Tags code (REMOTING.md 6.1): Java ``hashCode`` of ``TAGS``, 0 without; for
+* Tags code (docs/PROTOCOL.md 6.1): Java ``hashCode`` of ``TAGS``, 0 without; for
   ``SCHEDULE_TOPIC_XXXX`` records with ``DELAY`` the delivery time, store timestamp +
   the level's delay (6.5; levels above the table are clamped to the last one).
 * Transactional PREPARED and ROLLBACK records get no consume-queue unit; ROLLBACK
@@ -60,7 +60,7 @@ def parse_delay_levels(text: str) -> dict[int, int]:
 
 def compute_tags_code(topic: str, properties: Mapping[str, str], store_timestamp: int,
                       delay_levels: Mapping[int, int]) -> int:
-    """The consume-queue tags code of a record (REMOTING.md 6.1, 6.5)."""
+    """The consume-queue tags code of a record (docs/PROTOCOL.md 6.1, 6.5)."""
     if topic == _SCHEDULE_TOPIC:
         level_s = properties.get(_DELAY)
         if level_s is not None:

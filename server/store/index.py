@@ -1,6 +1,6 @@
 """Message key index: ``topic#key`` -> commit-log offsets, persisted in hash-slot files.
 
-Contract (REMOTING.md 4.10): every record except a transactional ROLLBACK is indexed
+Contract (docs/PROTOCOL.md 4.10): every record except a transactional ROLLBACK is indexed
 under ``topic#UNIQ_KEY`` and ``topic#k`` for each space-separated entry ``k`` of ``KEYS``.
 ``query`` returns commit-log offsets of candidate records, newest files first; a
 candidate may be a hash collision (the store's ``query_message`` re-checks the record).

@@ -6,7 +6,7 @@ sysflag, born data, reconsume times, prepared-transaction offset) and hands it t
 ``commit_log_offset``, ``tags_code`` and ``msg_id`` on it. ``properties`` is the map
 the store reads (TAGS, KEYS, UNIQ_KEY, DELAY, WAIT); ``properties_string``, when set,
 is what gets stored verbatim (upstream keeps both, and the two may differ on purpose:
-REMOTING.md 6.5's delivered delayed messages keep ``DELAY`` in the stored string).
+docs/PROTOCOL.md 6.5's delivered delayed messages keep ``DELAY`` in the stored string).
 
 Upstream: ``store/MessageExtBrokerInner.java``, ``PutMessageStatus.java``,
 ``PutMessageResult.java``, ``AppendMessageStatus.java``, ``AppendMessageResult.java``.
@@ -79,7 +79,7 @@ class AppendMessageResult:
 
     ``msg_id`` is the offset message id of the (first) record; for a batch
     ``msg_ids`` lists one id per record and ``msg_id`` is them comma-joined, as the
-    SEND_BATCH_MESSAGE response's ``msgId`` (REMOTING.md 5.5). ``logics_offset`` is
+    SEND_BATCH_MESSAGE response's ``msgId`` (docs/PROTOCOL.md 5.5). ``logics_offset`` is
     the (first) queue offset.
     """
 

@@ -22,7 +22,7 @@ Writing (``put_message`` / ``put_messages``):
   CREATE_MAPEDFILE_FAILED when a segment (commit log, consume queue or index) cannot be
   created (e.g. ENOSPC): nothing is written in that case.
 * The store parks delayed messages in ``SCHEDULE_TOPIC_XXXX`` as upstream's
-  ``CommitLog.asyncPutMessage`` does (REMOTING.md 6.5).
+  ``CommitLog.asyncPutMessage`` does (docs/PROTOCOL.md 6.5).
 * ``put_message_hooks`` (upstream ``putMessageHookList``): called in order with each single
   put's message after the status checks, before the delay level and the append; a hook
   may rewrite the message (the timer store parks timer messages, ``server/store/timer``)
@@ -57,7 +57,7 @@ Writing (``put_message`` / ``put_messages``):
   master's bytes, byte for byte), after which the new whole records are dispatched to the
   consume queues and the index exactly as on a master (upstream ``ReputMessageService``).
 
-Reading: ``get_message`` implements REMOTING.md 6.2's store lookup table and limits;
+Reading: ``get_message`` implements docs/PROTOCOL.md 6.2's store lookup table and limits;
 its ``GetMessageResult.message_buffers`` are memoryviews into the mapped commit log,
 valid until ``result.release()`` (copy them once when building the response:
 ``result.body()``). ``suggest_pulling_from_slave`` is set when the reader is more than
@@ -142,7 +142,7 @@ _perf = time.perf_counter
 
 # cb(topic, queue_id, max_offset_after_put, tags_code, store_timestamp, properties)
 MessageArrivingListener = Callable[[str, int, int, int, int, dict[str, str]], None]
-# filter(tags_code) -> matched; applied to consume-queue units (REMOTING.md 6.1)
+# filter(tags_code) -> matched; applied to consume-queue units (docs/PROTOCOL.md 6.1)
 MessageFilter = Callable[[int], bool]
 RecordFilter = Callable[[memoryview], bool]
 
@@ -156,7 +156,7 @@ _unpack_head = struct.Struct(">ii").unpack_from  # TOTALSIZE, MAGICCODE
 
 
 class GetMessageStatus(enum.Enum):
-    """REMOTING.md 6.2's store statuses (``GetMessageStatus``)."""
+    """docs/PROTOCOL.md 6.2's store statuses (``GetMessageStatus``)."""
 
     FOUND = "FOUND"
     NO_MATCHED_MESSAGE = "NO_MATCHED_MESSAGE"
@@ -206,7 +206,7 @@ class GetMessageResult:
 
 
 class QueryMessageResult:
-    """The answer of ``query_message`` (QUERY_MESSAGE, REMOTING.md 4.10)."""
+    """The answer of ``query_message`` (QUERY_MESSAGE, docs/PROTOCOL.md 4.10)."""
 
     __slots__ = ("message_buffers", "buffer_total_size", "index_last_update_timestamp",
                  "index_last_update_phyoffset")
@@ -824,7 +824,7 @@ class MessageStore:
     # ------------------------------------------------------------------ reading
 
     def _is_batch_full(self, size: int, max_msg_nums: int, total: int, count: int, in_disk: bool) -> bool:
-        """``isTheBatchFull``: REMOTING.md 6.2's transfer limits; the first message always fits."""
+        """``isTheBatchFull``: docs/PROTOCOL.md 6.2's transfer limits; the first message always fits."""
         if total == 0 or count == 0:
             return False
         if max_msg_nums <= count:
@@ -839,7 +839,7 @@ class MessageStore:
     def get_message(self, group: str, topic: str, queue_id: int, offset: int, max_msg_nums: int,
                     message_filter: MessageFilter | None = None,
                     record_filter: RecordFilter | None = None) -> GetMessageResult:
-        """Look up to ``max_msg_nums`` messages of a queue from ``offset`` (REMOTING.md 6.2).
+        """Look up to ``max_msg_nums`` messages of a queue from ``offset`` (docs/PROTOCOL.md 6.2).
 
         ``message_filter(tags_code)`` rejects units by tag code; ``record_filter(record)``
         rejects a read record (upstream ``isMatchedByCommitLog``: SQL92 on its properties).
@@ -1019,7 +1019,7 @@ class MessageStore:
 
     def query_message(self, topic: str, key: str, max_num: int, begin_timestamp: int,
                       end_timestamp: int) -> QueryMessageResult:
-        """QUERY_MESSAGE: records whose ``KEYS`` entry or ``UNIQ_KEY`` equals ``key`` (REMOTING.md 4.10).
+        """QUERY_MESSAGE: records whose ``KEYS`` entry or ``UNIQ_KEY`` equals ``key`` (docs/PROTOCOL.md 4.10).
 
         At most ``min(max_num, 64)`` records (upstream ``maxMsgsNumBatch``), oldest first.
         Index hash collisions are filtered out here.

@@ -1,7 +1,7 @@
 """Advanced messaging on a real ``mqbroker``, raw protocol: delay levels, send-back / retry /
 DLQ, transactions with check-back, order locks, request-reply, and broker restarts.
 
-REMOTING.md 4.7-4.9, 5.1, 6.4-6.6; the records and answers are compared with what the
+docs/PROTOCOL.md 4.7-4.9, 5.1, 6.4-6.6; the records and answers are compared with what the
 4.9.7 broker produced in the vector scenarios ``delay``, ``sendback``, ``tx``, ``orderly``
 and ``reply``. Intervals are shortened through broker.conf; every wait is on a condition
 under a deadline (long-polling pulls, futures), never a sleep.

@@ -1,6 +1,6 @@
 """Our TransactionProducer and RequestProducer against a real ``mqbroker``.
 
-Transactions (REMOTING.md 4.8, 6.6): commit is delivered, rollback never, unknown is
+Transactions (docs/PROTOCOL.md 4.8, 6.6): commit is delivered, rollback never, unknown is
 settled by the broker's check-back, also when the producer that sent the half message is
 gone and a new member of its group answers. Request-reply (3.5): a request round trip
 through SEND_REPLY_MESSAGE_V2 and PUSH_REPLY_MESSAGE_TO_CLIENT.

@@ -3,7 +3,7 @@
 consumption under rebalance and local suspension, and a broker restart with orderly locks,
 delayed and half messages pending.
 
-REMOTING.md 4.7 (locks), 4.9 / 6.4 (send-back, retry, DLQ), 6.5 (delay levels), 6.6
+docs/PROTOCOL.md 4.7 (locks), 4.9 / 6.4 (send-back, retry, DLQ), 6.5 (delay levels), 6.6
 (transactions, check-back). Delay levels and the transaction check are shortened through
 broker.conf; every wait is on a condition under a deadline, never a sleep.
 """

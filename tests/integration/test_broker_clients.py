@@ -1,6 +1,6 @@
 """Broker client registration, offsets, lookups and admin topic creation, over the raw protocol.
 
-REMOTING.md 4.5, 4.6, 4.10, 4.11, 6.3: HEART_BEAT / consumer list / NOTIFY_CONSUMER_IDS_CHANGED
+docs/PROTOCOL.md 4.5, 4.6, 4.10, 4.11, 6.3: HEART_BEAT / consumer list / NOTIFY_CONSUMER_IDS_CHANGED
 on join and leave, subscription checks on pull, QUERY/UPDATE_CONSUMER_OFFSET (oneway too)
 with the young-queue rule, offset lookups by queue and time, QUERY_MESSAGE by key and
 unique key, VIEW_MESSAGE_BY_ID, UPDATE_AND_CREATE_TOPIC with its single-topic registration.

@@ -6,7 +6,7 @@ Apache RocketMQ 4.9.7 client, ``mqadmin`` and broker exchanged. This module star
 TCP connection per captured client stream, sends the captured request frames (the exact
 bytes, both serialize types, unless the translation table below rewrites a field) in
 captured order and compares every answer of ours with the
-Java broker's captured answer (REMOTING.md 2-6). It is our strongest evidence that stock
+Java broker's captured answer (docs/PROTOCOL.md 2-6). It is our strongest evidence that stock
 Java clients work against our broker.
 
 Ordering (the causal rule). Frames are walked in capture order. A client frame is sent
@@ -774,7 +774,7 @@ class Replay:
         if ours.remark != remark:
             problems.append(f"remark: expected {remark!r}, ours {ours.remark!r}")
         # JSON tells a command without custom header (no extFields key) from an empty one
-        # ({}), and the Java broker writes both (REMOTING.md 2.2); ROCKETMQ cannot.
+        # ({}), and the Java broker writes both (docs/PROTOCOL.md 2.2); ROCKETMQ cannot.
         if exp["serialize"] == "JSON" and ("extFields" in header) != (ours.ext_fields is not None):
             problems.append(f"extFields: expected {'{}' if 'extFields' in header else 'absent'}, "
                             f"ours {'absent' if ours.ext_fields is None else ours.ext_fields}")

@@ -2,7 +2,7 @@
 
 A clean restart keeps every message and every committed consumer offset (consumerOffset.json
 is written at shutdown). After kill -9 during a stream of SYNC_FLUSH sends, every message
-the broker acknowledged is readable after restart (DESIGN.md: nothing acknowledged is lost).
+the broker acknowledged is readable after restart (docs/DESIGN.md: nothing acknowledged is lost).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Broker send and pull paths against real ``mqnamesrv`` + ``mqbroker`` processes, raw protocol.
 
-Covers REMOTING.md 4.1, 4.2, 5.1, 5.5, 6.1, 6.2, 6.7: V1/V2/batch sends in both header
+Covers docs/PROTOCOL.md 4.1, 4.2, 5.1, 5.5, 6.1, 6.2, 6.7: V1/V2/batch sends in both header
 encodings, stored properties (CLUSTER added, WAIT stripped on the single path only),
 offset msg ids, topic auto-creation through TBW102 and its route on the nameserver,
 upstream error codes and remarks, every pull status row, tag filtering and long polling.
@@ -163,7 +163,7 @@ async def test_send_v1_v2_batch_both_encodings_and_read_back(
 
 
 async def test_batch_member_properties_layout(broker: ServerProcess, client: RemotingClient) -> None:
-    """REMOTING.md 5.5: each member stores ``inner + \\x02 + batch-level`` (CLUSTER among them)."""
+    """docs/PROTOCOL.md 5.5: each member stores ``inner + \\x02 + batch-level`` (CLUSTER among them)."""
     addr = broker.address
     members = [Message("BatchLayout", b"x", properties={"TAGS": "T", "WAIT": "true"})]
     r = await send(client, addr, "BatchLayout", encode_batch(members),

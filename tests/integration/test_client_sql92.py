@@ -1,4 +1,4 @@
-"""Our consumers subscribing by ``MessageSelector.by_sql`` against our broker (REMOTING.md 4.6, 6.2).
+"""Our consumers subscribing by ``MessageSelector.by_sql`` against our broker (docs/PROTOCOL.md 4.6, 6.2).
 
 * push, lite-pull and pull consumers get exactly the messages the expression selects;
 * against a broker without ``enablePropertyFilter`` a consumer's ``start()`` fails with the

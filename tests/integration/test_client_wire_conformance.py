@@ -18,12 +18,12 @@ PUSH_REPLY_MESSAGE_TO_CLIENT) and holds our answers to the Java client's.
 Differences we keep on purpose, each asserted below with its reason:
 
 * ``ReqT=0``: only the Java pull and lite-pull consumers send it (``StreamTypeRPCHook``,
-  REMOTING.md 8); no 4.9.7 server reads it (nothing in broker/ or namesrv/ does), and
+  docs/PROTOCOL.md 8); no 4.9.7 server reads it (nothing in broker/ or namesrv/ does), and
   ours does not send it. Likewise their ``@STREAM`` client-id suffix.
 * ``language``: our HEART_BEAT says PYTHON (``ClientConfig.language``), every other
   request JAVA, as upstream sets only the heartbeat's from the config. The 4.9.7 broker
   only records it (ClientManageProcessor) and branches on the *admin* request's
-  language for INVOKE_BROKER_TO_RESET_OFFSET (CPP only), REMOTING.md 2.4.
+  language for INVOKE_BROKER_TO_RESET_OFFSET (CPP only), docs/PROTOCOL.md 2.4.
 * ``version``: we stamp 409 (V4_9_8), Java 407; every gate in the 4.9.7 servers
   (>= 28 reset/status, >= 62 running-info/consume-directly forwarding, >= 121
   maxReconsumeTimes, >= 401 standard route JSON) is passed (``test_version_gates``).

@@ -345,7 +345,7 @@ async def test_consumer_connection_status_and_reset(servers: tuple[str, str]) ->
                                      consumer.client_id, "--json"))
         info = status[consumer.client_id]
         assert info["properties"] == {"PROP_CONSUME_TYPE": "CONSUME_PASSIVELY"}
-        # REMOTING.md 3.5: the forwarded request carries the admin request's extFields verbatim.
+        # docs/PROTOCOL.md 3.5: the forwarded request carries the admin request's extFields verbatim.
         fwd = consumer.forwarded[-1]
         assert fwd.code == RequestCode.GET_CONSUMER_RUNNING_INFO
         assert fwd.ext_fields == {"consumerGroup": group, "clientId": consumer.client_id,

@@ -3,7 +3,7 @@
 Every test runs real ``mqnamesrv`` processes (tests/procs.py) and talks to them over TCP
 with our ``Channel``. The replay test sends every request the 4.9.7 broker, clients and
 mqadmin sent to the 4.9.7 nameserver, in capture order, and checks each of our answers
-against the captured one (REMOTING.md 3.1, 4.3, 4.4). Our answers stamp version 409
+against the captured one (docs/PROTOCOL.md 3.1, 4.3, 4.4). Our answers stamp version 409
 (we implement 4.9.8) where the captured ones say 407; everything else must be equal.
 """
 

@@ -4,10 +4,10 @@
 requests from ``protocol.headers``) and talks to one broker and its nameserver directly:
 
 * ``create_topic``: UPDATE_AND_CREATE_TOPIC (17) to the broker; ali-ons never auto-creates
-  topics (REMOTING.md 9), and our broker answers only after the nameserver has the route.
+  topics (docs/PROTOCOL.md 9), and our broker answers only after the nameserver has the route.
 * ``send``: SEND_MESSAGE_V2 (310) as the Java client builds it (UNIQ_KEY, WAIT, TAGS, KEYS).
 * ``pull_queue``: PULL_MESSAGE (11) with the SUBSCRIPTION flag (a group that never sent a
-  heartbeat has no subscription on the broker, so the flag is required, REMOTING.md 4.2)
+  heartbeat has no subscription on the broker, so the flag is required, docs/PROTOCOL.md 4.2)
   and no suspend, read to the end of one queue.
 * ``consumer_offset`` / ``max_offset``: QUERY_CONSUMER_OFFSET (14) / GET_MAX_OFFSET (30).
 """

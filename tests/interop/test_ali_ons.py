@@ -1,10 +1,10 @@
 """The npm ``ali-ons`` client (3.12.0) against our nameserver and broker.
 
 Every test starts real ``mqnamesrv`` + ``mqbroker`` processes on 127.0.0.1, creates its
-topic with our own UPDATE_AND_CREATE_TOPIC (ali-ons never auto-creates topics, REMOTING.md
+topic with our own UPDATE_AND_CREATE_TOPIC (ali-ons never auto-creates topics, docs/PROTOCOL.md
 9) and drives ali-ons through the harness scripts in ``harness/``: one JSON line per send
 result or received message. Facts about ali-ons' behaviour come from its source
-(``node_modules/ali-ons/lib``) and REMOTING.md section 9.
+(``node_modules/ali-ons/lib``) and docs/PROTOCOL.md 9.
 
 ali-ons is configured with short timers (route poll and rebalance every 1 s, offsets
 persisted every 1 s; ``harness/common.js``) and waits are conditions with deadlines.
@@ -166,7 +166,7 @@ async def test_producer_send_results_match_the_stored_messages(
 async def test_consumer_receives_everything_and_filters_by_tag(
         namesrv: ServerProcess, broker: ServerProcess, ons: StartScript) -> None:
     """Messages sent by ali-ons and by our own send path reach an ali-ons consumer intact
-    (msgId = offset id, ignoring UNIQ_KEY, REMOTING.md 9); ``subscribe(topic, 'TagA')``
+    (msgId = offset id, ignoring UNIQ_KEY, docs/PROTOCOL.md 9); ``subscribe(topic, 'TagA')``
     gets exactly the TagA ones."""
     topic = "InteropConsume"
     async with RawBroker(namesrv.address, broker.address, broker_name(broker)) as raw:
@@ -202,7 +202,7 @@ async def test_consumer_receives_everything_and_filters_by_tag(
 
         tag_a = {body for body, m in records.items()
                  if m.properties.get(MessageConst.PROPERTY_TAGS) == "TagA"}
-        # The broker filters by tag hash before ali-ons sees anything (REMOTING.md 6.1).
+        # The broker filters by tag hash before ali-ons sees anything (docs/PROTOCOL.md 6.1).
         assert {m.body.decode() for m in await read_topic(raw, topic, "TagA")} == tag_a
 
         only_a = await start_consumer(ons, namesrv, topic, "GID_INTEROP_TAGA", "taga",
@@ -421,7 +421,7 @@ def strict_json(raw: bytes | bytearray | memoryview) -> Any:
 async def test_wire_conversation_has_the_shapes_ali_ons_relies_on(
         namesrv: ServerProcess, broker: ServerProcess, ons: StartScript) -> None:
     """Everything ali-ons exchanges with our servers, recorded by taps in front of both,
-    holds the facts of REMOTING.md 9 that ali-ons would not report by itself."""
+    holds the facts of docs/PROTOCOL.md 9 that ali-ons would not report by itself."""
     topic = "InteropWire"
     group = "GID_INTEROP_WIRE"
     async with RawBroker(namesrv.address, broker.address, broker_name(broker)) as raw:
@@ -469,7 +469,7 @@ async def test_wire_conversation_has_the_shapes_ali_ons_relies_on(
         assert f.command is not None and f.command.flag == 0, f
 
     # Numbers and booleans inside extFields arrive as JSON numbers/booleans; the send
-    # path coerces them (REMOTING.md 9).
+    # path coerces them (docs/PROTOCOL.md 9).
     send_headers = [strict_json(f.header)["extFields"] for f in requests
                     if f.command is not None and f.command.code == RequestCode.SEND_MESSAGE_V2]
     assert send_headers and all(isinstance(h["e"], int) and isinstance(h["k"], bool)

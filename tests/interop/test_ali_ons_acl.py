@@ -1,6 +1,6 @@
 """The npm ``ali-ons`` client with ``accessKey`` / ``secretKey`` against our broker with
 ``aclEnable=true``: ali-ons signs its requests (``AccessKey``, ``OnsChannel``, ``Signature``
-over the header values it sends as JSON numbers and booleans, REMOTING.md 9), our broker
+over the header values it sends as JSON numbers and booleans, docs/PROTOCOL.md 9), our broker
 checks them, and ali-ons produces and consumes; with a wrong secret it is refused."""
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """A loopback TCP proxy that records every RemotingCommand between ali-ons and our servers.
 
 ``WireTap(upstream)`` listens on 127.0.0.1 (port 0) and relays each accepted connection to
-``upstream`` byte for byte, splitting both directions into frames (REMOTING.md 1: int32
+``upstream`` byte for byte, splitting both directions into frames (docs/PROTOCOL.md 1: int32
 length, then the payload) and keeping each one as a ``TappedFrame``: the raw header bytes
-(so a test can hold them to the strict ``JSON.parse`` ali-ons applies, REMOTING.md 9) and
+(so a test can hold them to the strict ``JSON.parse`` ali-ons applies, docs/PROTOCOL.md 9) and
 the decoded command.
 
 The broker's address reaches ali-ons inside GET_ROUTEINFO_BY_TOPIC answers, so a tap in

@@ -15,7 +15,7 @@ from aiorocketmq.client.producer import Producer
 from aiorocketmq.protocol.message import Message
 from tests.procs import ServerProcess, broker_process, namesrv_process
 
-# Spark's Python workers must run this interpreter (DESIGN.md, Spark source and sink).
+# Spark's Python workers must run this interpreter (docs/DESIGN.md, Spark source and sink).
 os.environ["PYSPARK_PYTHON"] = sys.executable
 os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
 

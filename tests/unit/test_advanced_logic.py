@@ -1,5 +1,5 @@
 """Pure parts of advanced messaging: lock table, retry/DLQ decision, delay table and offsets,
-transaction op matching and record builders (REMOTING.md 4.7-4.9, 6.4-6.6)."""
+transaction op matching and record builders (docs/PROTOCOL.md 4.7-4.9, 6.4-6.6)."""
 
 from __future__ import annotations
 

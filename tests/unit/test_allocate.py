@@ -1,4 +1,4 @@
-"""Queue allocation: upstream's exact arithmetic (REMOTING.md 6.10) and strategy invariants."""
+"""Queue allocation: upstream's exact arithmetic (docs/PROTOCOL.md 6.10) and strategy invariants."""
 
 from __future__ import annotations
 

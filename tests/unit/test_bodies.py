@@ -82,7 +82,7 @@ def _body_class(rec: dict[str, Any]) -> type[Any]:
     return BODY_CLASS[(name, rec["is_response"])]
 
 
-# -- byte identity with fastjson's output (the frames REMOTING.md names) -------------------
+# -- byte identity with fastjson's output (the frames docs/PROTOCOL.md names) --------------
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""ClientConfig.serialize_type: Java's ``rocketmq.serialize.type`` (REMOTING.md 1)."""
+"""ClientConfig.serialize_type: Java's ``rocketmq.serialize.type`` (docs/PROTOCOL.md 1)."""
 
 from __future__ import annotations
 

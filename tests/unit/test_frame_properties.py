@@ -1,4 +1,4 @@
-"""Properties of the frame codec (REMOTING.md 1, 2.2, 2.3, 9).
+"""Properties of the frame codec (docs/PROTOCOL.md 1, 2.2, 2.3, 9).
 
 * ``RemotingCommand`` round-trips in both serialize types for arbitrary fields.
 * ``FrameDecoder`` fed anything (random bytes, truncated or mutated valid frames) only
@@ -340,7 +340,7 @@ def test_malformed_json_headers_are_protocol_errors(header: bytes) -> None:
         FrameDecoder().feed_and_decode(_frame(header))
 
 
-# -- ali-ons style JSON headers (REMOTING.md 9) -------------------------------------------------
+# -- ali-ons style JSON headers (docs/PROTOCOL.md 9) --------------------------------------------
 
 _JS_VALUE = st.one_of(
     st.text(max_size=12),

@@ -1,5 +1,5 @@
 """protocol.headers: the generic field-table codec, the FastCodesHeader hot paths, send
-header conversions and the code tables. Wire facts: REMOTING.md 2.6, 4.1-4.11."""
+header conversions and the code tables. Wire facts: docs/PROTOCOL.md 2.6, 4.1-4.11."""
 
 from __future__ import annotations
 

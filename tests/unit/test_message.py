@@ -81,7 +81,7 @@ def _props_len_pos(record: bytes) -> int:
     return p + 1 + record[p]
 
 
-# --- the three documented pull bodies (pull_response_messages.md) ---------------------
+# --- the three pull bodies of tests/data/vectors/pull_response_messages.md ------------
 
 
 def test_frame_374_props_message_every_field() -> None:
@@ -681,7 +681,7 @@ def test_offset_msg_ids() -> None:
 
 @pytest.fixture
 def utc() -> Iterator[None]:
-    """Local time = UTC, the capture host's zone (REMOTING.md 5.4)."""
+    """Local time = UTC, the capture host's zone (docs/PROTOCOL.md 5.4)."""
     old = os.environ.get("TZ")
     os.environ["TZ"] = "UTC"
     time.tzset()

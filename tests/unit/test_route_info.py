@@ -1,4 +1,4 @@
-"""RouteInfoManager semantics (upstream RouteInfoManager, REMOTING.md 4.3, 4.4, 6.8).
+"""RouteInfoManager semantics (upstream RouteInfoManager, docs/PROTOCOL.md 4.3, 4.4, 6.8).
 
 Pure: no loop, no sockets; time is an injected clock, so expiry needs no sleeping.
 """

@@ -1,15 +1,21 @@
-"""Lint and types are tests (STYLE.md 7; asyncpg tests/test__sourcecode.py).
+"""Lint and types are tests (docs/STYLE.md 7; asyncpg tests/test__sourcecode.py).
 
 Runs the venv's ``ruff check`` and ``mypy`` over the code base, configured by
 pyproject.toml, and fails with their output. mypy keeps its cache in ``.mypy_cache``, so
 only the first run after a change to many modules is slow.
+
+And the documents the code cites: every ``*.md`` path a tracked file names exists in the
+repository (nothing outside it, which a clone would not have), and
+every ``PROTOCOL.md N.M`` / ``STYLE.md N`` citation names a section those files have.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -47,3 +53,69 @@ def test_mypy() -> None:
     proc = run(tool("mypy"), *MYPY_PATHS)
     if proc.returncode != 0:
         pytest.fail(f"mypy found problems:\n{proc.stdout}{proc.stderr}", pytrace=False)
+
+
+# -- the documents the code cites ---------------------------------------------------------
+
+# Text a citation can hide in; captured data (tests/data) and vendored packages are not ours.
+_TEXT_SUFFIXES = {".py", ".pyi", ".c", ".h", ".md", ".toml", ".cfg", ".ini", ".txt", ".java",
+                  ".js", ".yml", ".yaml", ".sh", ".xml"}
+_TEXT_NAMES = {"Makefile", "Dockerfile", "run"}
+_NOT_OURS = ("tests/data/", "tests/interop/node_modules/")
+_DOC_PATH = re.compile(r"(?<![\w./-])((?:\.\./|\./)*(?:[\w.-]+/)*[\w-][\w.-]*\.md)\b")
+_OUTSIDE = re.compile(r"\.\./shared\b")
+# "PROTOCOL.md 6.5", "PROTOCOL.md 4.3, 4.4, 6.8", "PROTOCOL.md 4.7-4.9", across one line break
+_SECTIONS = r"[ \t]*(?:\n[ \t]*[#*]?[ \t]*)?((?:\d+(?:\.\d+)?)(?:(?:, |-)\d+(?:\.\d+)?)*)"
+_CITED = {"PROTOCOL.md": re.compile(r"PROTOCOL\.md" + _SECTIONS),
+          "STYLE.md": re.compile(r"STYLE\.md" + _SECTIONS)}
+_HEADING = re.compile(r"^#{2,3} (\d+(?:\.\d+)?)[. ]", re.MULTILINE)
+
+
+def _tracked_text() -> Iterator[tuple[str, str]]:
+    proc = run("git", "ls-files", "-z")
+    if proc.returncode != 0:
+        pytest.fail(f"git ls-files failed in {ROOT}: {proc.stderr}", pytrace=False)
+    for name in proc.stdout.split("\0"):
+        path = ROOT / name
+        if (not name or name.startswith(_NOT_OURS) or path.is_symlink() or not path.is_file()
+                or (path.suffix not in _TEXT_SUFFIXES and path.name not in _TEXT_NAMES)):
+            continue
+        yield name, path.read_text(encoding="utf-8", errors="replace")
+
+
+def _line(text: str, pos: int) -> int:
+    return text.count("\n", 0, pos) + 1
+
+
+def test_cited_documents_are_in_the_repository() -> None:
+    problems = []
+    for name, text in _tracked_text():
+        here = (ROOT / name).parent
+        for m in _OUTSIDE.finditer(text):
+            problems.append(f"{name}:{_line(text, m.start())}: cites {m.group(0)}, outside the "
+                            "repository (write the fact into docs/ and cite that)")
+        for m in _DOC_PATH.finditer(text):
+            cited = m.group(1)
+            candidates = [here / cited, ROOT / cited]
+            if "/" not in cited:
+                candidates.append(ROOT / "docs" / cited)
+            if not any(c.resolve().is_relative_to(ROOT) and c.is_file() for c in candidates):
+                problems.append(f"{name}:{_line(text, m.start())}: cites {cited}, "
+                                "which is not in the repository")
+    assert not problems, "\n".join(problems)
+
+
+def test_cited_sections_exist() -> None:
+    sections = {doc: set(_HEADING.findall((ROOT / "docs" / doc).read_text(encoding="utf-8")))
+                for doc in _CITED}
+    assert {"1", "2.6", "6.5", "7.11", "13.4"} <= sections["PROTOCOL.md"]
+    assert {"3", "7"} <= sections["STYLE.md"]
+    problems = []
+    for name, text in _tracked_text():
+        for doc, pattern in _CITED.items():
+            for m in pattern.finditer(text):
+                for number in re.findall(r"\d+(?:\.\d+)?", m.group(1)):
+                    if number not in sections[doc]:
+                        problems.append(f"{name}:{_line(text, m.start())}: {doc} has no "
+                                        f"section {number} (cited as {m.group(0).strip()!r})")
+    assert not problems, "\n".join(problems)

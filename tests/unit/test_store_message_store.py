@@ -187,7 +187,7 @@ async def test_tags_codes_and_filter(open_store) -> None:
 
 
 async def test_get_message_status_table(open_store) -> None:
-    """Every row of REMOTING.md 6.2's store lookup table."""
+    """Every row of docs/PROTOCOL.md 6.2's store lookup table."""
     store = await open_store(mapped_file_size_consume_queue=20 * 4)
     S = GetMessageStatus
     r = store.get_message("g", "nope", 0, 5, 32)

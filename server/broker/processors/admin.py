@@ -1,6 +1,6 @@
 """Admin requests (upstream ``AdminBrokerProcessor``), the broker's default processor.
 
-Started with the topic codes the core needs (REMOTING.md 4.11, 6.7):
+Started with the topic codes the core needs (docs/PROTOCOL.md 4.11, 6.7):
 
 * UPDATE_AND_CREATE_TOPIC: topic name checked (SYSTEM_ERROR with ``TopicValidator``'s
   remark), system topics refused ("The topic[<t>] is conflict with system topic."), the

@@ -1,4 +1,4 @@
-"""Broker-wide admin requests (upstream ``AdminBrokerProcessor``, the broker half; REMOTING.md 3.4, 4.11).
+"""Broker-wide admin requests (upstream ``AdminBrokerProcessor``, the broker half; docs/PROTOCOL.md 3.4, 4.11).
 
 ``handlers(controller)`` returns the table; each handler decodes, acts and answers:
 
@@ -14,7 +14,7 @@
   ``brokerPermission`` change also moves the topic DataVersion on and re-registers with
   every nameserver.
 * GET_BROKER_RUNTIME_INFO: KVTable with every key of ``prepareRuntimeInfo`` +
-  ``StoreStatsService.getRuntimeInfo`` (all values strings; REMOTING.md 4.11).
+  ``StoreStatsService.getRuntimeInfo`` (all values strings; docs/PROTOCOL.md 4.11).
 * GET_ALL_TOPIC_CONFIG, GET_TOPIC_STATS_INFO (one entry per write queue; TOPIC_NOT_EXIST
   ``topic[<t>] not exist``), GET_SYSTEM_TOPIC_LIST_FROM_BROKER.
 * CLEAN_EXPIRED_CONSUMEQUEUE, DELETE_EXPIRED_COMMITLOG, CLEAN_UNUSED_TOPIC: the store's
@@ -309,7 +309,7 @@ class AdminBrokerStatsProcessor:
 
 
 def _offset_wrapper(b: Any, store: Any, group: str, topic: str, qid: int) -> OffsetWrapper:
-    """One queue of ConsumeStats (REMOTING.md 4.11): ``lastTimestamp`` is the store time of
+    """One queue of ConsumeStats (docs/PROTOCOL.md 4.11): ``lastTimestamp`` is the store time of
     message ``consumerOffset - 1``, 0 when nothing was consumed or it is gone."""
     broker_offset = max(store.get_max_offset_in_queue(topic, qid), 0)
     consumer_offset = max(b.offsets.query_offset(group, topic, qid), 0)

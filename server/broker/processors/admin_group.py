@@ -1,4 +1,4 @@
-"""Consumer-group admin requests (upstream ``AdminBrokerProcessor`` + ``Broker2Client``; REMOTING.md 3.4, 3.5, 4.11).
+"""Consumer-group admin requests (upstream ``AdminBrokerProcessor`` + ``Broker2Client``; docs/PROTOCOL.md 3.4, 3.5, 4.11).
 
 ``handlers(controller)`` returns the table:
 

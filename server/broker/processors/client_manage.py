@@ -1,4 +1,4 @@
-"""HEART_BEAT, UNREGISTER_CLIENT, CHECK_CLIENT_CONFIG (upstream ``ClientManageProcessor``; REMOTING.md 4.6).
+"""HEART_BEAT, UNREGISTER_CLIENT, CHECK_CLIENT_CONFIG (upstream ``ClientManageProcessor``; docs/PROTOCOL.md 4.6).
 
 * HEART_BEAT: for each consumer group whose subscription-group config exists (auto-created
   by default) the broker creates ``%RETRY%<group>`` (retryQueueNums queues, perm RW) and

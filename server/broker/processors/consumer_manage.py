@@ -1,6 +1,6 @@
 """QUERY_CONSUMER_OFFSET, UPDATE_CONSUMER_OFFSET, GET_CONSUMER_LIST_BY_GROUP (upstream ``ConsumerManageProcessor``).
 
-REMOTING.md 4.5, 4.6:
+docs/PROTOCOL.md 4.5, 4.6:
 
 * QUERY_CONSUMER_OFFSET answers the stored offset; a group without one gets ``offset=0``
   SUCCESS when the queue is young (min offset <= 0 and message 0 still in memory, which

@@ -1,4 +1,4 @@
-"""END_TRANSACTION (37) (upstream ``EndTransactionProcessor``; REMOTING.md 4.8, 6.6).
+"""END_TRANSACTION (37) (upstream ``EndTransactionProcessor``; docs/PROTOCOL.md 4.8, 6.6).
 
 Contract:
 

@@ -1,5 +1,5 @@
 """LOCK_BATCH_MQ (41) and UNLOCK_BATCH_MQ (42) (upstream ``AdminBrokerProcessor.lockBatchMQ`` /
-``unlockBatchMQ``; REMOTING.md 4.7).
+``unlockBatchMQ``; docs/PROTOCOL.md 4.7).
 
 * LOCK_BATCH_MQ: no header; body ``LockBatchRequestBody``. SUCCESS with body
   ``{"lockOKMQSet":[...]}``: the subset of ``mqSet`` locked by ``clientId`` after the call

@@ -1,4 +1,4 @@
-"""PULL_MESSAGE (11) and LITE_PULL_MESSAGE (361) (upstream ``PullMessageProcessor``; REMOTING.md 6.1, 6.2).
+"""PULL_MESSAGE (11) and LITE_PULL_MESSAGE (361) (upstream ``PullMessageProcessor``; docs/PROTOCOL.md 6.1, 6.2).
 
 Order of checks, codes and remarks as upstream: broker readable (NO_PERMISSION);
 subscription group found or auto-created (SUBSCRIPTION_GROUP_NOT_EXIST); group

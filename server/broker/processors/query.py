@@ -1,6 +1,6 @@
 """Offset and message lookups (upstream ``QueryMessageProcessor`` + the offset part of ``AdminBrokerProcessor``).
 
-REMOTING.md 4.5, 4.10:
+docs/PROTOCOL.md 4.5, 4.10:
 
 * GET_MAX_OFFSET / GET_MIN_OFFSET / SEARCH_OFFSET_BY_TIMESTAMP answer header ``offset``;
   GET_EARLIEST_MSG_STORETIME answers header ``timestamp``; all SUCCESS.

@@ -1,5 +1,5 @@
 """SEND_REPLY_MESSAGE (324) / SEND_REPLY_MESSAGE_V2 (325) (upstream ``ReplyMessageProcessor``;
-REMOTING.md 3.5, 5.1, vectors scenario ``reply``).
+docs/PROTOCOL.md 3.5, 5.1, vectors scenario ``reply``).
 
 Contract:
 

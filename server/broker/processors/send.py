@@ -1,6 +1,6 @@
 """SEND_MESSAGE (10), SEND_MESSAGE_V2 (310), SEND_BATCH_MESSAGE (320) (upstream ``SendMessageProcessor``).
 
-Contract (REMOTING.md 4.1, 5.1, 5.5, 6.7):
+Contract (docs/PROTOCOL.md 4.1, 5.1, 5.5, 6.7):
 
 * The header is decoded once (letters or long names) and the path is chosen by its
   ``batch`` flag, not by the code. Checks, in upstream's order, each with upstream's
@@ -22,7 +22,7 @@ Contract (REMOTING.md 4.1, 5.1, 5.5, 6.7):
   response to answer at once. ``put`` may be replaced the same way.
 * Delay levels are the store's: it parks a message whose ``DELAY`` is positive in
   ``SCHEDULE_TOPIC_XXXX`` (``CommitLog.apply_delay``) and ``server.broker.schedule``
-  delivers it when due (REMOTING.md 6.5).
+  delivers it when due (docs/PROTOCOL.md 6.5).
 * Hot path: with an ASYNC_FLUSH store the handler is a plain function returning the
   response; when the store answers later (SYNC_FLUSH) the handler returns a coroutine.
 """

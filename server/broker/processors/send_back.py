@@ -1,7 +1,7 @@
 """CONSUMER_SEND_MSG_BACK (36) and the ``%RETRY%`` -> ``%DLQ%`` redirection of plain sends
 (upstream ``SendMessageProcessor.asyncConsumerSendMsgBack`` / ``handleRetryAndDLQ``).
 
-Contract (REMOTING.md 4.9, 6.4, 5.1):
+Contract (docs/PROTOCOL.md 4.9, 6.4, 5.1):
 
 * Send-back, checks in upstream's order: the group's subscription config (auto-created
   when allowed; else SUBSCRIPTION_GROUP_NOT_EXIST), broker writable (NO_PERMISSION), a
