@@ -1,6 +1,6 @@
 """GET_ROUTEINFO_BY_TOPIC requests per second against a real ``mqnamesrv`` process.
 
-Setup: a nameserver process on 127.0.0.1, port 0 (``python -m server.namesrv.main``,
+Setup: a nameserver process on 127.0.0.1, port 0 (``python -m aiorocketmq.server.namesrv.main``,
 readiness line parsed for the port); four brokers (``broker-0..3``, one cluster) each
 register the same 1,000 topics (8 queues each), so every route names four brokers,
 as a topic spread over a small cluster does. Then ``--concurrency`` workers (64) spread

@@ -1,4 +1,4 @@
-"""``mqbroker`` = ``python -m server.broker.main``: run one broker until SIGTERM/SIGINT.
+"""``mqbroker`` = ``python -m aiorocketmq.server.broker.main``: run one broker until SIGTERM/SIGINT.
 
 Upstream ``BrokerStartup``: ``-n namesrvAddr`` (``;``-separated, overrides the file; with
 neither, ``NAMESRV_ADDR`` from the environment), ``-c broker.conf`` (upstream properties;

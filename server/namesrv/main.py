@@ -1,6 +1,6 @@
 """``mqnamesrv``: run one nameserver until SIGTERM/SIGINT (upstream ``NamesrvStartup``).
 
-Usage: ``python -m server.namesrv.main [-p PORT] [--host HOST] [-c namesrv.properties]
+Usage: ``python -m aiorocketmq.server.namesrv.main [-p PORT] [--host HOST] [-c namesrv.properties]
 [--kv-path FILE] [--scan-interval-ms MS] [--broker-expired-ms MS] [--metrics-port PORT]
 [--slow-request-ms MS] [--log-format ...] [--log-level ...]``.
 

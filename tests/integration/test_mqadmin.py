@@ -1,6 +1,6 @@
 """mqadmin against real ``mqnamesrv`` + ``mqbroker`` processes on 127.0.0.1.
 
-Each command runs as a subprocess (``python -m client.admin.cli``) and its output
+Each command runs as a subprocess (``python -m aiorocketmq.client.admin.cli``) and its output
 *content* is checked: queue counts, offsets and diffs that add up after producing and
 committing, KV values, the one-line error and exit code for a missing topic, ``--json``.
 The broker's admin answers are also compared with the captured 4.9.7 answers (key sets

@@ -2,7 +2,7 @@
 
 Part 1 runs each of our commands that has a captured stock counterpart (scenarios
 ``mqadmin_*`` of ``tests/data/vectors``, docs/PROTOCOL.md 3.4, 4.3, 4.10, 4.11) as a subprocess
-(``python -m client.admin.cli``) against our real nameserver and broker, both behind
+(``python -m aiorocketmq.client.admin.cli``) against our real nameserver and broker, both behind
 recording taps (``tests/interop/wiretap.py``), with the same names the capture used, and
 holds what it sent to what the stock tool sent: the order of request codes to each
 server, every request's extFields key set, their values (the ones that name something
