@@ -35,6 +35,13 @@ Contract (upstream ``NettyRemotingAbstract`` + ``ResponseFuture``; docs/PROTOCOL
   (``request_finished`` with the response just queued, or ``None`` when nothing was
   written: oneway, or kept for a later ``send_response``), and each ``send_response``
   (``late_response``). Without one, dispatch pays a single ``is None`` test.
+* Arrival (servers' flow control): with a ``ReceiveClock``, ``received_at`` is the
+  ``time.perf_counter()`` at which the reads of the current event-loop iteration began,
+  stamped once per iteration for every channel sharing the clock (one ``call_soon`` per
+  iteration clears it), and read by a handler as its request's arrival: a request read late
+  in a long iteration (many connections, large batches) has waited since the iteration
+  started. The broker's send path answers SYSTEM_BUSY from it (server/broker/processors/send.py).
+  Without a clock ``received_at`` stays ``inf`` (nothing waited).
 """
 
 # ASYNC109: ``timeout`` is the request's budget, handed to one per-request timer inside the
@@ -49,6 +56,7 @@ import functools
 import os
 import socket
 import ssl as ssl_module
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Protocol, TypeAlias, cast
 
@@ -70,6 +78,7 @@ from .tls import TLS_SHUTDOWN_TIMEOUT
 __all__ = [
     "Channel",
     "Handler",
+    "ReceiveClock",
     "InvokeCallback",
     "Permits",
     "RequestHook",
@@ -101,6 +110,9 @@ _FLUSH_AT = 256 * 1024  # queued bytes that trigger a flush before the end of th
 # slot has one timer: a per-request timer costs a timer handle created and cancelled per call.
 _SLOTS_PER_SECOND = 128
 _ABANDONED_KEPT = 1024  # opaques of cancelled requests remembered per channel
+
+
+_perf = time.perf_counter
 
 
 def _note_abandoned(abandoned: dict[int, None], opaque: int) -> None:
@@ -202,6 +214,31 @@ class Permits:
                 waiter.set_result(True)  # the permit passes straight to the waiter
                 return
         self._value += 1
+
+
+class ReceiveClock:
+    """When the reads of the current event-loop iteration began (module docstring, "Arrival").
+
+    Shared by the channels of one server on one loop: the first ``arrival`` of an iteration
+    takes ``time.perf_counter()`` and schedules its own reset with one ``call_soon``, which
+    runs after every read callback of that iteration; later arrivals return the same stamp.
+    """
+
+    __slots__ = ("_stamp", "_clear")
+
+    def __init__(self) -> None:
+        self._stamp = -1.0
+        self._clear = self._reset  # bound once: no method object per iteration
+
+    def arrival(self, loop: asyncio.AbstractEventLoop) -> float:
+        stamp = self._stamp
+        if stamp < 0.0:
+            stamp = self._stamp = _perf()
+            loop.call_soon(self._clear)
+        return stamp
+
+    def _reset(self) -> None:
+        self._stamp = -1.0
 
 
 def _resolve_false(waiter: asyncio.Future[bool]) -> None:
@@ -328,6 +365,8 @@ class Channel(asyncio.Protocol):
         observer: optional ``RequestObserver`` (metrics, slow-request log).
         request_hook: optional ``RequestHook`` run before each request's handler (servers:
             the broker's ACL check); its response, if any, answers the request instead.
+        receive_clock: optional ``ReceiveClock`` (servers): stamps ``received_at`` once per
+            loop iteration (module docstring, "Arrival").
     """
 
     __slots__ = (
@@ -365,6 +404,8 @@ class Channel(asyncio.Protocol):
         "_lost",
         "_observer",
         "_request_hook",
+        "_receive_clock",
+        "received_at",
     )
 
     def __init__(
@@ -385,6 +426,7 @@ class Channel(asyncio.Protocol):
         write_low_water: int = DEFAULT_WRITE_LOW_WATER,
         observer: RequestObserver | None = None,
         request_hook: RequestHook | None = None,
+        receive_clock: ReceiveClock | None = None,
     ) -> None:
         self._processors: Mapping[int, Handler] = processors if processors is not None else {}
         self.default_handler = default_handler
@@ -426,6 +468,10 @@ class Channel(asyncio.Protocol):
         self._lost: asyncio.Future[None] | None = None
         self._observer = observer
         self._request_hook = request_hook
+        self._receive_clock = receive_clock
+        # perf_counter() when the requests now being dispatched were read (servers with a
+        # receive clock); inf otherwise: nothing reads it, and nothing counts as waiting.
+        self.received_at = float("inf")
 
     # -- construction ---------------------------------------------------------------------
 
@@ -515,6 +561,9 @@ class Channel(asyncio.Protocol):
         loop = self._loop
         assert loop is not None
         self._last_activity = loop.time()
+        clock = self._receive_clock
+        if clock is not None:
+            self.received_at = clock.arrival(loop)
         decoder = self._decoder
         try:
             decoder.feed(data)

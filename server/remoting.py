@@ -22,6 +22,11 @@ still running).
 ``request_observer`` (optional) is handed to every connection: it counts and times the
 requests (server/metrics/remoting.py); without one, channels pay nothing for it.
 
+``receive_clock`` (a ``protocol.channel.ReceiveClock``, made here unless one is passed to
+share with another server on the same loop) stamps, once per loop iteration, when the
+requests its connections dispatch were read: ``Channel.received_at``, which the broker's
+send path reads as the start of a request's wait (upstream's time in the send queue).
+
 ``request_hook`` (optional, upstream server ``RPCHook``) runs before every request's
 handler on connections accepted after it is set; the broker's ACL check is one
 (server/broker/acl/). With an ``ssl_context`` and ``tls_mode`` permissive or enforcing the
@@ -49,6 +54,7 @@ from aiorocketmq.protocol.channel import (
     Channel,
     Handler,
     Permits,
+    ReceiveClock,
     RequestHook,
     RequestObserver,
 )
@@ -89,6 +95,7 @@ class RemotingServer:
         request_hook: RequestHook | None = None,
         ssl_context: ssl.SSLContext | None = None,
         tls_mode: TlsMode = TlsMode.PERMISSIVE,
+        receive_clock: ReceiveClock | None = None,
     ) -> None:
         self._processors: dict[int, Handler] = dict(processors or {})
         self._default_handler = default_handler
@@ -104,6 +111,7 @@ class RemotingServer:
         self._backlog = backlog
         self.request_observer = request_observer
         self.request_hook = request_hook
+        self.receive_clock = receive_clock if receive_clock is not None else ReceiveClock()
         self._ssl_context = None if tls_mode is TlsMode.DISABLED else ssl_context
         self.tls_mode = TlsMode.DISABLED if self._ssl_context is None else tls_mode
         self._server: asyncio.Server | None = None
@@ -269,6 +277,7 @@ class RemotingServer:
             read_backpressure=True,
             observer=self.request_observer,
             request_hook=self.request_hook,
+            receive_clock=self.receive_clock,
         )
 
     def _channel_opened(self, channel: Channel) -> None:

@@ -84,6 +84,11 @@ class BrokerConfig:
     transaction_check_interval_ms: int = _key("transactionCheckInterval", 60000)
     acl_enable: bool = _key("aclEnable", False)
     store_reply_message_enable: bool = _key("storeReplyMessageEnable", True)
+    # Send-path flow control (upstream BrokerFastFailure and the send executor's queue; see
+    # server/broker/processors/send.py): read live, so UPDATE_BROKER_CONFIG takes effect at once.
+    broker_fast_failure_enable: bool = _key("brokerFastFailureEnable", True)
+    wait_time_in_send_queue_ms: int = _key("waitTimeMillsInSendQueue", 200)
+    send_thread_pool_queue_capacity: int = _key("sendThreadPoolQueueCapacity", 10000)
     # Not upstream (Java bounds parked pulls only by memory): long-polling caps, see long_polling.py.
     max_suspended_pulls_per_queue: int = _key("maxSuspendedPullsPerQueue", 1024)
     max_suspended_pulls: int = _key("maxSuspendedPulls", 65536)
@@ -99,6 +104,10 @@ class BrokerConfig:
             raise ValueError(f"brokerPermission has unknown bits: {self.broker_permission}")
         if self.default_topic_queue_nums < 1:
             raise ValueError("defaultTopicQueueNums must be positive")
+        if self.send_thread_pool_queue_capacity < 1:
+            raise ValueError("sendThreadPoolQueueCapacity must be positive")  # LinkedBlockingQueue
+        if self.wait_time_in_send_queue_ms < 0:
+            raise ValueError("waitTimeMillsInSendQueue must not be negative")
         if self.max_suspended_pulls_per_queue < 1 or self.max_suspended_pulls < 1:
             raise ValueError("suspended pull caps must be positive")
         if self.metrics_port is not None and not 0 <= self.metrics_port <= 65535:
@@ -197,6 +206,7 @@ STORE_KEYS = {
     "ha_send_heartbeat_interval_ms": "haSendHeartbeatInterval",
     "ha_housekeeping_interval_ms": "haHousekeepingInterval",
     "slave_timeout_ms": "slaveTimeout",
+    "os_page_cache_busy_timeout_ms": "osPageCacheBusyTimeOutMills",
 }
 
 

@@ -322,6 +322,8 @@ class BrokerController:
     def _on_channel_close(self, channel: Channel, exc: BaseException | None) -> None:
         self.producers.on_channel_close(channel)
         self.consumers.on_channel_close(channel)
+        if self.send_processor is not None:
+            self.send_processor.forget_channel(channel)
         if self.pull_hold is not None:
             self.pull_hold.drop_channel(channel)
 

@@ -81,6 +81,9 @@ class MessageStoreConfig:
     ha_slave_fallbehind_max: int = 1024 * 1024 * 256
     slave_timeout_ms: int = 3000  # SYNC_MASTER: wait for a slave ack (submitReplicaRequest)
     offset_check_in_slave: bool = False
+    # A put whose append (and dispatch) ran longer than this marks the OS page cache busy
+    # (upstream isOSPageCacheBusy): sends read before it ended are refused, see message_store.py.
+    os_page_cache_busy_timeout_ms: int = 1000
 
     def __post_init__(self) -> None:
         if self.flush_disk_type not in (ASYNC_FLUSH, SYNC_FLUSH):
@@ -175,6 +178,7 @@ _ALIASES = {
     "haSendHeartbeatInterval": "ha_send_heartbeat_interval_ms",
     "haHousekeepingInterval": "ha_housekeeping_interval_ms",
     "slaveTimeout": "slave_timeout_ms",
+    "osPageCacheBusyTimeOutMills": "os_page_cache_busy_timeout_ms",
 }
 
 _CAMEL = re.compile(r"(?<=[a-z0-9])([A-Z])")

@@ -71,7 +71,6 @@ __all__ = ["AdminBrokerStatsProcessor", "handlers", "human_readable_bytes", "bro
 log = get_logger("aiorocketmq.broker.admin")
 
 # BrokerConfig / thread-pool capacities upstream reports; we have no such pools.
-_SEND_QUEUE_CAPACITY = 10000
 _PULL_QUEUE_CAPACITY = 100000
 _QUERY_QUEUE_CAPACITY = 20000
 _END_TX_QUEUE_CAPACITY = 100000
@@ -178,9 +177,11 @@ class AdminBrokerStatsProcessor:
             "dispatchMaxBuffer": "0",
             "putLatency99": "0.00",
             "putLatency999": "0.00",
-            # No thread pools: requests run on the event loop, nothing ever queues behind one.
-            "sendThreadPoolQueueSize": "0",
-            "sendThreadPoolQueueCapacity": str(_SEND_QUEUE_CAPACITY),
+            # No thread pools: requests run on the event loop. The send queue's size is the
+            # sends waiting for the store, bounded by its capacity (processors/send.py).
+            "sendThreadPoolQueueSize": str(b.send_processor.queue_size
+                                           if b.send_processor is not None else 0),
+            "sendThreadPoolQueueCapacity": str(b.config.send_thread_pool_queue_capacity),
             "pullThreadPoolQueueSize": "0",
             "pullThreadPoolQueueCapacity": str(_PULL_QUEUE_CAPACITY),
             "queryThreadPoolQueueSize": "0",

@@ -25,6 +25,30 @@ Contract (docs/PROTOCOL.md 4.1, 5.1, 5.5, 6.7):
   delivers it when due (docs/PROTOCOL.md 6.5).
 * Hot path: with an ASYNC_FLUSH store the handler is a plain function returning the
   response; when the store answers later (SYNC_FLUSH) the handler returns a coroutine.
+
+Flow control (upstream ``BrokerFastFailure`` and the send executor's bounded queue). Our
+send queue is the requests read off the sockets and not yet answered: ones still waiting
+for their handler to start (later in a read batch or loop iteration), then ones whose put
+waits for the store (SYNC_FLUSH group commit, a slave's ack). Before anything else, while
+nothing is decoded or stored, a send is answered SYSTEM_BUSY instead of being handled:
+
+* with ``brokerFastFailureEnable`` (default): ``[PCBUSY_CLEAN_QUEUE]broker busy, start flow
+  control for a while, period in queue: %sms, size of queue: %d`` when it was read before
+  the end of a put that ran longer than ``osPageCacheBusyTimeOutMills`` (1000; the store's
+  ``os_page_cache_busy_until``): it waited while the page cache was busy;
+* with ``brokerFastFailureEnable``: ``[TIMEOUT_CLEAN_QUEUE]`` and the same text when its
+  handler starts ``waitTimeMillsInSendQueue`` (200) ms or more after it was read
+  (``Channel.received_at``: when the reads of its loop iteration began): the loop is saturated;
+* ``[OVERLOAD]system busy, start flow control for a while`` when
+  ``sendThreadPoolQueueCapacity`` (10000) sends already wait for the store: what upstream's
+  RejectedExecutionException answers, and what bounds the memory a flood can hold here (an
+  ASYNC_FLUSH send is answered inline and waits for nothing; unread requests stay in the
+  kernel, since a server channel stops reading while its answers are not drained).
+
+``period in queue`` is whole milliseconds since the request was read; ``size of queue`` is
+the number of sends waiting for the store. Upstream's producer does not retry SYSTEM_BUSY
+(it is not in ``retryResponseCodes``); it marks the broker faulty for the latency fault
+strategy. Cost on the hot path: one ``perf_counter()`` and three comparisons per send.
 """
 
 from __future__ import annotations
@@ -32,6 +56,7 @@ from __future__ import annotations
 import inspect
 import random
 import shutil
+import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
@@ -78,6 +103,12 @@ _RW = int(Perm.READ | Perm.WRITE)
 _WRITE = int(Perm.WRITE)  # tested as an int: Perm.writeable's Flag arithmetic is Python code
 _FAQ = "\nSee http://rocketmq.apache.org/docs/faq/ for further details."
 _BORN_HOST = "send.born_host"  # Channel.attrs key: the peer's address as record bytes
+_SYSTEM_BUSY = ResponseCode.SYSTEM_BUSY
+_perf = time.perf_counter
+_BUSY = ("{}broker busy, start flow control for a while, period in queue: {}ms, "
+         "size of queue: {}")  # BrokerFastFailure's remark after its tag
+_OVERLOAD = "[OVERLOAD]system busy, start flow control for a while"
+_LOG_EVERY = 10.0  # seconds between two flow-control warnings of one kind
 
 # PutMessageStatus -> (response code, remark or None, stored?) (handlePutMessageResult).
 _STORED = {
@@ -125,6 +156,22 @@ class SendMessageProcessor:
         self.put: Callable[[MessageExtBrokerInner], Any] = broker.store.put_message_nowait
         self.put_batch: Callable[[list[MessageExtBrokerInner]], Any] = broker.store.put_messages_nowait
         self._store_host = b""
+        # Sends whose put waits for the store (module docstring, "Flow control"); a closed
+        # connection's are dropped by ``forget_channel`` (a handler task cancelled before
+        # its first step never runs the ``finally`` that removes its own).
+        self._waiting: set[SendContext] = set()
+        self._refused: dict[str, int] = {}  # flow-control refusals since the last warning, by tag
+        self._refused_logged: dict[str, float] = {}
+
+    @property
+    def queue_size(self) -> int:
+        """Sends accepted and waiting for the store (``sendThreadPoolQueueSize``)."""
+        return len(self._waiting)
+
+    def forget_channel(self, channel: Channel) -> None:
+        """Drop the waiting sends of a closed connection (their answers can go nowhere)."""
+        gone = [ctx for ctx in self._waiting if ctx.channel is channel]
+        self._waiting.difference_update(gone)
 
     def handlers(self) -> dict[int, Handler]:
         return {
@@ -143,8 +190,16 @@ class SendMessageProcessor:
 
     def process(self, channel: Channel, request: RemotingCommand
                 ) -> RemotingCommand | Awaitable[RemotingCommand]:
+        b = self._b
+        config = b.config
+        received = channel.received_at
+        if (_perf() - received) * 1000.0 >= config.wait_time_in_send_queue_ms \
+                or received <= b.store.os_page_cache_busy_until \
+                or len(self._waiting) >= config.send_thread_pool_queue_capacity:
+            remark = self._flow_control(received)
+            if remark is not None:
+                return request.create_response(_SYSTEM_BUSY, remark)
         header = decode_send_request_header(request)
-        config = self._b.config
         response = request.create_response(-1, ext_fields={
             MessageConst.PROPERTY_MSG_REGION: config.region_id,
             MessageConst.PROPERTY_TRACE_SWITCH: "true" if config.trace_on else "false",
@@ -158,6 +213,34 @@ class SendMessageProcessor:
         if header.batch:
             return self._send_batch(channel, request, header, tc, queue_id, response)
         return self._send_single(channel, request, header, tc, queue_id, response)
+
+    def _flow_control(self, received: float) -> str | None:
+        """The SYSTEM_BUSY remark for a send read at ``received``, or ``None`` to handle it."""
+        config = self._b.config
+        now = _perf()
+        if config.broker_fast_failure_enable:
+            tag = None
+            if received <= self._b.store.os_page_cache_busy_until:
+                tag = "[PCBUSY_CLEAN_QUEUE]"
+            elif (now - received) * 1000.0 >= config.wait_time_in_send_queue_ms:
+                tag = "[TIMEOUT_CLEAN_QUEUE]"
+            if tag is not None:
+                self._note_refused(tag, now)
+                return _BUSY.format(tag, int((now - received) * 1000.0), len(self._waiting))
+        if len(self._waiting) >= config.send_thread_pool_queue_capacity:
+            self._note_refused("[OVERLOAD]", now)
+            return _OVERLOAD
+        return None
+
+    def _note_refused(self, tag: str, now: float) -> None:
+        refused = self._refused
+        refused[tag] = refused.get(tag, 0) + 1
+        if now - self._refused_logged.get(tag, float("-inf")) >= _LOG_EVERY:
+            self._refused_logged[tag] = now
+            log.warning("broker.send_flow_control", tag=tag, refused=refused.pop(tag),
+                        queue_size=len(self._waiting),
+                        wait_time_in_send_queue_ms=self._b.config.wait_time_in_send_queue_ms,
+                        capacity=self._b.config.send_thread_pool_queue_capacity)
 
     def msg_check(self, channel: Channel, header: SendMessageRequestHeader,
                   response: RemotingCommand) -> TopicConfig | None:
@@ -287,12 +370,16 @@ class SendMessageProcessor:
 
     def _answer(self, ctx: SendContext, result: Any) -> RemotingCommand | Awaitable[RemotingCommand]:
         if type(result) is not PutMessageResult and inspect.isawaitable(result):
+            self._waiting.add(ctx)
             return self._answer_later(ctx, result)
         return self._handle_put_result(ctx, result)
 
     async def _answer_later(self, ctx: SendContext,
                             result: Awaitable[PutMessageResult]) -> RemotingCommand:
-        return self._handle_put_result(ctx, await result)
+        try:
+            return self._handle_put_result(ctx, await result)
+        finally:
+            self._waiting.discard(ctx)
 
     def _handle_put_result(self, ctx: SendContext, result: PutMessageResult | None) -> RemotingCommand:
         response = ctx.response
