@@ -1,0 +1,156 @@
+"""CPU per send on the broker's hot path, in process: frames in, answers out, no sockets.
+
+A ``BrokerController`` (ASYNC_FLUSH store in a temporary directory, default metrics, no
+nameserver) is started on uvloop; one connection is built exactly as its server builds
+them (``RemotingServer._make_channel``) on a transport that discards what it is given.
+SEND_MESSAGE_V2 frames (``--size`` B bodies, one topic, 4 queues) are handed to
+``Channel.data_received`` in reads of ``--read-kib`` KiB, one read per loop iteration, as
+a socket would deliver them; every answer is encoded and written. Process CPU seconds
+over ``--messages`` sends, per send, median of ``--runs`` runs (the first run warms up and
+is dropped). Decoding, the send handler, the store's append and dispatch, the answer.
+
+Run: ``.venv/bin/python -m aiorocketmq.bench.send_path_bench`` (from another checkout:
+``cd <tree> && <venv>/bin/python -m aiorocketmq.bench.send_path_bench``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):  # run as a script: make the repo root importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from aiorocketmq.protocol.codes import RequestCode
+from aiorocketmq.protocol.command import RemotingCommand
+from aiorocketmq.protocol.headers import SendMessageRequestHeader, SendMessageRequestHeaderV2
+from aiorocketmq.protocol.message import encode_properties
+from aiorocketmq.server.broker.config import BrokerConfig
+from aiorocketmq.server.broker.controller import BrokerController
+from aiorocketmq.server.store.config import MessageStoreConfig
+
+TOPIC = "SendPathBench"
+
+
+class NullTransport(asyncio.Transport):
+    """Takes every write and drops it; reports a TCP peer."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.written = 0
+        self._closing = False
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        return {"peername": ("127.0.0.1", 40000), "sockname": ("127.0.0.1", 10911)}.get(name, default)
+
+    def writelines(self, list_of_data: Any) -> None:
+        for piece in list_of_data:
+            self.written += len(piece)
+
+    def write(self, data: Any) -> None:
+        self.written += len(data)
+
+    def set_write_buffer_limits(self, high: int | None = None, low: int | None = None) -> None:
+        pass
+
+    def get_write_buffer_size(self) -> int:
+        return 0
+
+    def pause_reading(self) -> None:
+        pass
+
+    def resume_reading(self) -> None:
+        pass
+
+    def is_closing(self) -> bool:
+        return self._closing
+
+    def close(self) -> None:
+        self._closing = True
+
+    def abort(self) -> None:
+        self._closing = True
+
+
+def frames(count: int, size: int) -> list[bytes]:
+    body = bytes(range(256)) * (size // 256 + 1)
+    out = []
+    for i in range(count):
+        header = SendMessageRequestHeader(
+            producer_group="BenchPG", topic=TOPIC, default_topic="TBW102",
+            default_topic_queue_nums=4, queue_id=i % 4, sys_flag=0,
+            born_timestamp=int(time.time() * 1000), flag=0,
+            properties=encode_properties({"UNIQ_KEY": f"7F0000010001{i:020X}", "WAIT": "true",
+                                          "TAGS": "t"}), reconsume_times=0)
+        request = RemotingCommand.create_request(
+            RequestCode.SEND_MESSAGE_V2, SendMessageRequestHeaderV2.from_v1(header).to_ext_fields(),
+            body[:size])
+        out.append(request.encode())
+    return out
+
+
+def reads(encoded: list[bytes], read_bytes: int) -> list[bytes]:
+    out: list[bytes] = []
+    cur = bytearray()
+    for f in encoded:
+        cur += f
+        if len(cur) >= read_bytes:
+            out.append(bytes(cur[:read_bytes]))
+            del cur[:read_bytes]
+    if cur:
+        out.append(bytes(cur))
+    return out
+
+
+async def run(args: argparse.Namespace) -> list[float]:
+    with tempfile.TemporaryDirectory(prefix="send_path_bench") as tmp:
+        store = MessageStoreConfig(store_path_root_dir=tmp, mapped_file_size_commit_log=1 << 30,
+                                   max_hash_slot_num=50000, max_index_num=200000)
+        broker = BrokerController(BrokerConfig(broker_name="bench", listen_port=0), store)
+        await broker.start()
+        try:
+            broker.topics.create_topic_in_send_message_method(TOPIC, "TBW102", "bench", 4, 0)
+            channel = broker.server._make_channel()
+            transport = NullTransport()
+            channel.connection_made(transport)
+            per_send = []
+            for _ in range(args.runs + 1):
+                chunks = reads(frames(args.messages, args.size), args.read_kib * 1024)
+                await asyncio.sleep(0)
+                cpu = time.process_time()
+                for chunk in chunks:
+                    channel.data_received(chunk)
+                    await asyncio.sleep(0)  # one loop iteration per read, as from a socket
+                per_send.append((time.process_time() - cpu) / args.messages * 1e6)
+            stored = sum(broker.store.get_max_offset_in_queue(TOPIC, q) for q in range(4))
+            assert stored == (args.runs + 1) * args.messages, f"{stored} sends stored"
+            channel.close()
+            return per_send[1:]
+        finally:
+            await broker.shutdown()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--messages", type=int, default=100_000)
+    parser.add_argument("--size", type=int, default=128)
+    parser.add_argument("--read-kib", type=int, default=64)
+    parser.add_argument("--runs", type=int, default=5)
+    args = parser.parse_args()
+    logging.disable(logging.WARNING)
+    import uvloop
+    per_send = uvloop.run(run(args))
+    print(f"send path: {statistics.median(per_send):.2f} us CPU per send (median of {args.runs}; "
+          f"runs {', '.join(f'{x:.2f}' for x in per_send)}), {args.size} B bodies, "
+          f"{args.read_kib} KiB reads")
+
+
+if __name__ == "__main__":
+    main()
