@@ -16,11 +16,18 @@ being skipped silently; keys we do not know are kept in ``extra`` and reported b
 GET_NAMESRV_CONFIG, as upstream's ``Configuration.registerConfig(properties)`` keeps them.
 ``to_properties`` is the ``key -> value`` table GET_NAMESRV_CONFIG renders as Java
 properties text (captured frame 1099 lists the same keys).
+
+``config_key_report(props)`` sorts a ``-c`` file's keys that no setting reads into stock
+keys we accept and do not use (``STOCK_NAMESRV_KEYS``: the fields of 4.9.7's
+``NamesrvConfig`` and ``NettyServerConfig``, which ``NamesrvStartup`` fills from the file)
+and unknown ones, each with its likely intended key; ``mqnamesrv`` logs both, as ``mqbroker``
+does its own.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -28,7 +35,7 @@ from typing import Any
 
 from aiorocketmq.protocol.codes import MixAll
 
-__all__ = ["NamesrvConfig", "ConfigError", "PATH_KEYS"]
+__all__ = ["NamesrvConfig", "ConfigError", "PATH_KEYS", "STOCK_NAMESRV_KEYS", "config_key_report"]
 
 # UPDATE_NAMESRV_CONFIG may not change these (DefaultRequestProcessor.updateConfig).
 PATH_KEYS = frozenset({"kvConfigPath", "configStorePath"})
@@ -202,3 +209,40 @@ def _parse_str(key: str, raw: str) -> str:
 
 
 _PARSERS = {int: _parse_int, bool: _parse_bool, str: _parse_str}
+
+
+# The field names of rocketmq-all-4.9.7's NamesrvConfig and NettyServerConfig: the keys
+# NamesrvStartup reads from its -c file (MixAll.properties2Object on both).
+STOCK_NAMESRV_KEYS = frozenset({
+    # NamesrvConfig
+    "rocketmqHome", "kvConfigPath", "configStorePath", "productEnvName", "clusterTest",
+    "orderMessageEnable",
+    # NettyServerConfig
+    "listenPort", "serverWorkerThreads", "serverCallbackExecutorThreads", "serverSelectorThreads",
+    "serverOnewaySemaphoreValue", "serverAsyncSemaphoreValue", "serverChannelMaxIdleTimeSeconds",
+    "serverSocketSndBufSize", "serverSocketRcvBufSize", "writeBufferHighWaterMark",
+    "writeBufferLowWaterMark", "serverSocketBacklog", "serverPooledByteBufAllocatorEnable",
+    "useEpollNativeSelector",
+})
+
+
+def config_key_report(props: Mapping[str, str], also_read: frozenset[str] = frozenset()
+                      ) -> tuple[list[str], list[tuple[str, str | None]]]:
+    """``(stock keys accepted but not used, [(unknown key, closest known key or None)])``.
+
+    ``also_read``: keys other parts read from the same file (``metricsPort``, ...). Both
+    kinds are kept in ``extra`` and reported by GET_NAMESRV_CONFIG, as upstream keeps them.
+    """
+    ours = set(_ATTR_BY_KEY) | also_read
+    known = sorted(ours | STOCK_NAMESRV_KEYS)
+    not_used: list[str] = []
+    unknown: list[tuple[str, str | None]] = []
+    for key in props:
+        if key in ours:
+            continue
+        if key in STOCK_NAMESRV_KEYS:
+            not_used.append(key)
+            continue
+        close = difflib.get_close_matches(key, known, n=1, cutoff=0.75)
+        unknown.append((key, close[0] if close else None))
+    return sorted(not_used), unknown

@@ -75,6 +75,7 @@ class NamesrvController:
         self.metrics.attach(self)
         self._scan_task: asyncio.Task[None] | None = None
         self._started = False
+        self._start_failed = False
         self._stopped = False
 
     @property
@@ -91,13 +92,20 @@ class NamesrvController:
             self.kv.load()
             if self.config.config_store_path:
                 remove_stale_temp_files(Path(self.config.config_store_path))
-            await self.server.start()
+            try:
+                await self.server.start()
+            except OSError as exc:
+                # The address, which the errno's text does not say (mqnamesrv prints it).
+                raise OSError(exc.errno, f"cannot listen on {self.config.bind_address}:"
+                              f"{self.config.listen_port}: {(exc.strerror or str(exc)).lower()}"
+                              ) from None
             # Port 0 means "any": report the port actually bound (GET_NAMESRV_CONFIG).
             self.config.listen_port = self.server.port
             await self.metrics.start()
             self._scan_task = asyncio.get_running_loop().create_task(
                 self._scan_routine(), name="namesrv-scan-not-active-broker")
         except BaseException:
+            self._start_failed = True  # stop() then says nothing: it never ran
             await self.stop()
             raise
         log.info("namesrv.started", address=self.address, kv_path=str(self.kv.path),
@@ -124,6 +132,10 @@ class NamesrvController:
                     raise
             except Exception:  # the routine logged it already; stopping goes on
                 log.warning("namesrv.scan_routine_was_dead")
+        if self._start_failed:
+            if self.server.is_serving:  # bound, then something later failed
+                await self.server.stop()
+            return
         await self.server.stop()
         log.info("namesrv.stopped", address=self.address)
 

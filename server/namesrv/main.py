@@ -17,8 +17,14 @@ Usage: ``python -m aiorocketmq.server.namesrv.main [-p PORT] [--host HOST] [-c n
   ``-c`` file's ``metricsPort`` otherwise) and prints ``metrics listening on <host>:<port>``
   after the readiness line; ``--slow-request-ms`` (default 1000, 0 = off) sets the
   ``remoting.slow_request`` threshold; ``--log-level DEBUG`` logs one line per request.
+* Keys of the ``-c`` file that no setting reads are logged once the logging is set up:
+  stock 4.9.7 keys we accept and do not use in one ``namesrv.config_keys_not_used`` info
+  line, any other key in a ``namesrv.config_unknown_key`` warning naming the key it most
+  likely meant (``did_you_mean``); both are kept, as upstream keeps them.
 * Exit codes: 0 after a signal-initiated clean stop, 1 when the server cannot start
-  (port taken, corrupt KV file), 2 for bad arguments or configuration.
+  (port taken, corrupt KV file), 2 for bad arguments or configuration. A start failure
+  is one line on stderr, ``mqnamesrv: cannot listen on 127.0.0.1:9876: address already
+  in use``, with no traceback.
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ from aiorocketmq.logs import get_logger
 from aiorocketmq.protocol.codes import SerializeType
 from aiorocketmq.protocol.tls import TlsConfig
 from aiorocketmq.server.metrics import NamesrvMetrics, add_metrics_arguments, metrics_options
+from aiorocketmq.server.metrics.service import METRICS_PORT_KEY, SLOW_REQUEST_KEY
 from aiorocketmq.server.runtime import (
     add_common_arguments,
     configure_logging,
@@ -39,7 +46,7 @@ from aiorocketmq.server.runtime import (
     system_properties,
 )
 
-from .config import ConfigError, NamesrvConfig
+from .config import ConfigError, NamesrvConfig, config_key_report
 from .controller import NamesrvController
 from .kv_config import KVConfigLoadError
 
@@ -107,6 +114,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"mqnamesrv: {exc}", file=sys.stderr)
         return 2
     configure_logging(args.log_format, args.log_level)
+    if args.config_file:
+        _report_config_keys(args.config_file)
     metrics = NamesrvMetrics(metrics_port=metrics_port, host=config.bind_address,
                              slow_request_ms=slow_request_ms,
                              log_requests=args.log_level.upper() == "DEBUG")
@@ -123,9 +132,28 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         return serve_until_signalled(start, controller.stop)
-    except (OSError, KVConfigLoadError) as exc:
-        log.error("namesrv.start_failed", error=str(exc))
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        if not reason.startswith("cannot listen"):
+            reason = f"cannot start: {reason}" + (f": {exc.filename}" if exc.filename else "")
+        print(f"mqnamesrv: {reason}", file=sys.stderr)
         return 1
+    except KVConfigLoadError as exc:
+        print(f"mqnamesrv: cannot start: {exc}", file=sys.stderr)
+        return 1
+
+
+def _report_config_keys(path: str) -> None:
+    """Log the ``-c`` file's keys that no setting reads (the module docstring says how)."""
+    props = read_properties_file(path)
+    not_used, unknown = config_key_report(
+        props, frozenset({METRICS_PORT_KEY, SLOW_REQUEST_KEY}))
+    if not_used:
+        log.info("namesrv.config_keys_not_used", keys=not_used, file=path,
+                 reason="stock 4.9.7 keys this nameserver accepts and does not use")
+    for key, close in unknown:
+        log.warning("namesrv.config_unknown_key", key=key, file=path, did_you_mean=close,
+                    action="kept")
 
 
 if __name__ == "__main__":

@@ -45,7 +45,7 @@ from aiorocketmq.protocol.codes import (
 )
 from aiorocketmq.protocol.command import RemotingCommand
 from tests.hostile import connect_sync, invoke_sync
-from tests.procs import ServerProcess, namesrv_process
+from tests.procs import NAMESRV_READY, ServerProcess, namesrv_process
 from tests.vectors import body_bytes, frame, frame_bytes, load_frames, vector_file
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
@@ -527,6 +527,8 @@ def test_corrupt_kv_file_fails_the_start(tmp_path: Path) -> None:
     finally:
         proc.kill()  # closes the stdout pipe that start() leaves open on an early exit
     assert kv.read_text() == '{"configTable":{"NS":'  # left for the operator, not overwritten
+    errors = [ln for ln in proc.log_path.read_text().splitlines() if ln.startswith("mqnamesrv")]
+    assert len(errors) == 1 and errors[0].startswith("mqnamesrv: cannot start:"), errors
 
 
 def test_taken_port_fails_the_start(
@@ -541,6 +543,32 @@ def test_taken_port_fails_the_start(
     finally:
         second.kill()
     assert first.alive()
+    # One line with the address; it used to be "[Errno 98] Address already in use" in a log
+    # event after a "remoting.server_stopped" line for a server that never started.
+    log = second.log_path.read_text()
+    assert log.strip().splitlines()[-1] == (
+        f"mqnamesrv: cannot listen on 127.0.0.1:{port}: address already in use"), log
+    assert "server_stopped" not in log and "namesrv.stopped" not in log and "Errno" not in log, log
+
+
+def test_config_file_keys_no_setting_reads_are_named(
+        tmp_path: Path, server_factory: Callable[[ServerProcess], ServerProcess]) -> None:
+    # mqnamesrv used to ignore them silently (mqbroker warns): a stock key we accept and do
+    # not use is named as such, a misspelt one with the key it likely meant.
+    conf = tmp_path / "namesrv.properties"
+    conf.write_text("listenPort=0\nserverWorkerThreads=16\nuseEpollNativeSelector=true\n"
+                    "orderMessageEnable=false\nkvConfigPth=/tmp/x.json\n")
+    proc = server_factory(ServerProcess(
+        [*namesrv_process(tmp_path).argv, "-c", str(conf)], NAMESRV_READY,
+        tmp_path / "namesrv" / "namesrv.log"))
+    proc.stop()
+    log = proc.log_path.read_text().splitlines()
+    not_used = [ln for ln in log if "namesrv.config_keys_not_used" in ln]
+    assert len(not_used) == 1, log
+    assert "serverWorkerThreads" in not_used[0] and "useEpollNativeSelector" in not_used[0]
+    assert "orderMessageEnable" not in not_used[0]  # ours
+    unknown = [ln for ln in log if "namesrv.config_unknown_key" in ln]
+    assert len(unknown) == 1 and "kvConfigPth" in unknown[0] and "kvConfigPath" in unknown[0], log
 
 
 async def test_two_nameservers_are_independent(
