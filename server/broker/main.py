@@ -2,7 +2,10 @@
 
 Upstream ``BrokerStartup``: ``-n namesrvAddr`` (``;``-separated, overrides the file; with
 neither, ``NAMESRV_ADDR`` from the environment), ``-c broker.conf`` (upstream properties;
-a key no component reads is named in a ``broker.config_unknown_key`` warning). Ours adds ``--host`` (bind address, default
+the stock 4.9.7 keys we accept and do not implement, ``sendMessageThreadPoolNums`` and the
+like, are listed in one ``broker.config_keys_not_used`` info line, and any other key no
+component reads is named in a ``broker.config_unknown_key`` warning with the key it likely
+meant). Ours adds ``--host`` (bind address, default
 127.0.0.1), ``--log-format`` and ``--log-level`` (DEBUG adds one line per request),
 ``--metrics-port`` (Prometheus ``GET /metrics``; file key ``metricsPort``) and
 ``--slow-request-ms`` (default 1000; file key ``slowRequestMillis``), and ``--instances N``
@@ -36,6 +39,7 @@ from aiorocketmq.server.runtime import (
 )
 
 from .config import load_broker_configs, unknown_broker_keys
+from .config_update import STOCK_BROKER_KEYS
 from .controller import BrokerController
 from .instances import DEFAULT_PORT_STEP, run_instances
 
@@ -75,9 +79,16 @@ def main(argv: list[str] | None = None) -> int:
             print(f"mqbroker: cannot read configuration file {args.config_file}: {reason}",
                   file=sys.stderr)
             return 2
+        not_used = []
         for key, close in unknown_broker_keys(props):
+            if key in STOCK_BROKER_KEYS:
+                not_used.append(key)
+                continue
             log.warning("broker.config_unknown_key", key=key, file=args.config_file,
                         did_you_mean=close, action="ignored")
+        if not_used:
+            log.info("broker.config_keys_not_used", keys=sorted(not_used), file=args.config_file,
+                     reason="stock 4.9.7 keys this broker accepts and does not use")
     # BrokerStartup: -n wins over the file, whose namesrvAddr wins over NAMESRV_ADDR
     # (BrokerConfig's default, NameServerAddressUtils.getNameServerAddresses).
     env_addr = os.environ.get(MixAll.NAMESRV_ADDR_ENV, "").strip()

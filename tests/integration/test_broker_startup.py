@@ -89,7 +89,8 @@ def test_unknown_log_level_is_refused(tmp_path: Path) -> None:
 
 
 def test_unknown_config_key_is_named_and_namesrv_addr_comes_from_env(tmp_path: Path) -> None:
-    conf = write_conf(tmp_path, listenPrt="20921")
+    conf = write_conf(tmp_path, listenPrt="20921", sendMessageThreadPoolNums="16",
+                      useEpollNativeSelector="true")
     argv = [sys.executable, "-m", "aiorocketmq.server.broker.main", "-c", str(conf)]
     proc = ServerProcess(argv, BROKER_READY, tmp_path / "broker.log",
                          env={"NAMESRV_ADDR": "127.0.0.1:1"})
@@ -102,6 +103,10 @@ def test_unknown_config_key_is_named_and_namesrv_addr_comes_from_env(tmp_path: P
     log = proc.log_path.read_text(encoding="utf-8")
     warning = [ln for ln in log.splitlines() if "broker.config_unknown_key" in ln]
     assert len(warning) == 1 and "listenPrt" in warning[0] and "listenPort" in warning[0]
+    # Stock keys we accept and do not implement are not "unknown": one line names them.
+    not_used = [ln for ln in log.splitlines() if "broker.config_keys_not_used" in ln]
+    assert len(not_used) == 1, log
+    assert "sendMessageThreadPoolNums" in not_used[0] and "useEpollNativeSelector" in not_used[0]
 
 
 async def test_port_accepts_connections_only_once_ready(tmp_path: Path,
