@@ -1,5 +1,6 @@
 # Two commands do everything on a fresh machine (Python 3.11, Java 17, Node 20):
-#   make run    set up .venv, start a nameserver + broker on ./data, run a produce/consume demo
+#   make run    set up .venv (the package, no extras), start a nameserver + broker on ./data,
+#               run a produce/consume demo
 #   make test   set up .venv (all extras) and the npm interop client, run the whole suite
 
 PYTHON ?= python3
@@ -10,9 +11,15 @@ INTEROP := tests/interop
 
 .PHONY: run test venv interop-deps java-deps java-tools browser-deps lint typecheck bench clean
 
-$(VENV)/.installed: pyproject.toml setup.py $(wildcard protocol/_*.[ch] spark_sink/_*.c server/store/_*.c)
+# The package alone: all `make run` needs (no pyspark, aiohttp or dev tools to download).
+$(VENV)/.base: pyproject.toml setup.py $(wildcard protocol/_*.[ch] spark_sink/_*.c server/store/_*.c)
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
+	$(PIP) install -q -e .
+	touch $@
+
+# Every extra on top: dev (pytest, ruff, mypy, ...), spark and dashboard.
+$(VENV)/.installed: $(VENV)/.base
 	$(PIP) install -q -e '.[dev,spark,dashboard]'
 	touch $@
 
@@ -42,7 +49,7 @@ java-deps: $(JAVA_DIR)/target/.built
 browser-deps:
 	command -v chromium >/dev/null || (apt-get update && apt-get install -y --no-install-recommends chromium)
 
-run: venv
+run: $(VENV)/.base
 	$(PY) -m examples.quickstart --data-dir ./data
 
 # The whole suite, then the in-process tests again on the pure-Python paths
