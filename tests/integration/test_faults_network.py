@@ -7,6 +7,12 @@
    answers SEND_OK throughout. After the heal the slave catches up: its commit log is
    byte-identical to the master's and every message answered SEND_OK is at its offset on
    both.
+2. Broker <-> nameserver partition (broker-a's ``namesrvAddr`` = the proxy, black-holed;
+   broker-b registers directly): the nameserver keeps broker-a for
+   ``brokerChannelExpiredTime`` after its last registration, then drops it from the route;
+   a producer sending all along moves to broker-b and no send() fails; after the heal
+   broker-a registers again (``registerNameServerPeriod``) and the producer sends to it
+   again. Every message answered SEND_OK is stored.
 
 ``tests/interop/test_stock_faults_network.py`` runs the same scenarios on stock 4.9.7.
 """
@@ -18,19 +24,21 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 import pytest
 
+from aiorocketmq.client import ClientConfig, Message, Producer
 from aiorocketmq.client.remoting import RemotingClient
-from aiorocketmq.protocol.bodies import KVTable
+from aiorocketmq.protocol.bodies import KVTable, TopicRouteData
 from aiorocketmq.protocol.codes import RequestCode, ResponseCode
 from aiorocketmq.protocol.command import RemotingCommand
 from aiorocketmq.protocol.errors import RemotingError
-from aiorocketmq.protocol.message import decode_message, decode_offset_msg_id
+from aiorocketmq.protocol.message import decode_message, decode_messages, decode_offset_msg_id
 from tests.faultproxy import ThreadedFaultProxy
-from tests.integration.test_broker_send_pull import send
+from tests.integration.test_broker_send_pull import pull, pull_header, route, send
 from tests.interop.stock import free_port
-from tests.procs import ServerProcess, broker_process
+from tests.procs import ServerProcess, broker_process, namesrv_process
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
 
@@ -252,3 +260,226 @@ async def test_master_slave_partition(tmp_path: Path, namesrv: ServerProcess, se
 
 
 
+
+
+# -- producers the scenarios watch: ours in-process, stock's in a JVM (tests/interop) ----------
+
+
+@dataclass(frozen=True)
+class SendRecord:
+    """One send() of a paced producer: ``broker`` None when it raised."""
+
+    index: int
+    key: str
+    broker: str | None
+    seconds: float
+    error: str | None = None
+
+
+class SendLog(Protocol):
+    def records(self) -> list[SendRecord]: ...
+
+
+class PacedProducer:
+    """Our Producer sending one message every ``interval`` seconds until stopped (at most
+    ``max_sends``), going on after a failed send; each send() is one SendRecord."""
+
+    def __init__(self, namesrv: str, topic: str, *, group: str = "FaultPG", interval: float = 0.05,
+                 send_timeout_ms: int = 3000, latency_fault: bool = False, max_sends: int = 4000,
+                 key_prefix: str = "k-") -> None:
+        self.producer = Producer(group, config=ClientConfig(namesrv_addr=namesrv, client_ip="127.0.0.1",
+                                                            poll_name_server_interval_ms=1000),
+                                 send_msg_timeout_ms=send_timeout_ms,
+                                 send_latency_fault_enable=latency_fault)
+        self.topic = topic
+        self.interval = interval
+        self.max_sends = max_sends
+        self.key_prefix = key_prefix
+        self._records: list[SendRecord] = []
+        self._stop = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+
+    def records(self) -> list[SendRecord]:
+        return list(self._records)
+
+    async def start(self) -> PacedProducer:
+        await self.producer.start()
+        self._task = asyncio.create_task(self._run())
+        return self
+
+    async def _run(self) -> None:
+        for i in range(self.max_sends):
+            if self._stop.is_set():
+                return
+            key = f"{self.key_prefix}{i}"
+            began = time.monotonic()
+            try:
+                r = await self.producer.send(Message(self.topic, f"body-{key}".encode(), keys=key))
+            except Exception as exc:  # every failure is a record
+                self._records.append(SendRecord(i, key, None, time.monotonic() - began,
+                                                f"{type(exc).__name__}: {exc}"))
+            else:
+                self._records.append(SendRecord(i, key, r.message_queue.broker_name,
+                                                time.monotonic() - began))
+            try:
+                async with asyncio.timeout(self.interval):
+                    await self._stop.wait()
+            except TimeoutError:
+                pass
+
+    async def stop(self) -> None:
+        self._stop.set()
+        if self._task is not None:
+            await self._task
+        await self.producer.shutdown()
+
+
+async def wait_for(cond: Callable[[], object], what: str, timeout: float) -> float:
+    """Poll ``cond`` (a function or coroutine function) until true; the seconds it took."""
+    began = time.monotonic()
+    while True:
+        value = cond()
+        if asyncio.iscoroutine(value):
+            value = await value
+        if value:
+            return time.monotonic() - began
+        assert time.monotonic() - began < timeout, f"timed out after {timeout}s waiting for {what}"
+        await asyncio.sleep(0.2)
+
+
+async def route_brokers(client: RemotingClient, namesrv: str, topic: str) -> set[str]:
+    r = await route(client, namesrv, topic)
+    if r.code != ResponseCode.SUCCESS:
+        return set()
+    return {b.broker_name for b in TopicRouteData.decode(r.body or b"").broker_datas}
+
+
+async def create_topic(client: RemotingClient, addr: str, topic: str, queues: int = 4) -> None:
+    ext = {"topic": topic, "defaultTopic": "TBW102", "readQueueNums": str(queues),
+           "writeQueueNums": str(queues), "perm": "6", "topicFilterType": "SINGLE_TAG",
+           "topicSysFlag": "0", "order": "false"}
+    r = await client.invoke(addr, RemotingCommand.create_request(RequestCode.UPDATE_AND_CREATE_TOPIC, ext),
+                            SEND_TIMEOUT)
+    assert r.code == ResponseCode.SUCCESS, r.remark
+
+
+async def stored_keys(client: RemotingClient, addr: str, topic: str, queues: int = 4) -> list[str]:
+    """Every message key in ``topic`` on one broker (duplicates kept)."""
+    keys: list[str] = []
+    for qid in range(queues):
+        offset = 0
+        for _ in range(10_000):
+            r = await pull(client, addr, "FaultAudit", topic, qid, offset)
+            if r.code != ResponseCode.SUCCESS:
+                break
+            keys += [m.keys or "" for m in decode_messages(r.body)]
+            offset = pull_header(r).next_begin_offset
+    return keys
+
+
+# -- 2. broker <-> nameserver partition --------------------------------------------------------
+
+NS_TOPIC = "FaultNs"
+REGISTER_PERIOD_MS = 10_000  # registerNameServerPeriod, the smallest a broker accepts
+OUR_EXPIRY_MS = 15_000  # our nameserver's brokerChannelExpiredTime in this test
+
+
+@dataclass
+class NamesrvPartitionReport:
+    expired_after: float = 0.0  # seconds from the black hole to broker-a leaving the route
+    back_after: float = 0.0  # seconds from the heal to broker-a back in the route
+    sends: list[SendRecord] = field(default_factory=list)
+    to_a_while_expired: int = 0  # sends that went to broker-a after the producer saw the route
+
+    def failures(self) -> list[SendRecord]:
+        return [r for r in self.sends if r.broker is None]
+
+    def describe(self) -> str:
+        by: dict[str | None, int] = {}
+        for r in self.sends:
+            by[r.broker] = by.get(r.broker, 0) + 1
+        return (f"broker-a expired {self.expired_after:.1f}s into the partition, back in the route "
+                f"{self.back_after:.1f}s after the heal; sends per broker {by}; failed: "
+                f"{[(r.index, r.error) for r in self.failures()][:5]}")
+
+
+async def partition_broker_and_namesrv(client: RemotingClient, namesrv: str, proxy: ThreadedFaultProxy,
+                                       sends: SendLog, expire_within: float) -> NamesrvPartitionReport:
+    """broker-a's link to the nameserver black-holed until the nameserver drops it and the
+    producer has moved to broker-b, then healed until the producer sends to broker-a again."""
+    report = NamesrvPartitionReport()
+    await wait_for(lambda: route_brokers(client, namesrv, NS_TOPIC), "a route", 60)
+    await wait_for(lambda: {"broker-a", "broker-b"} <= {r.broker for r in sends.records()[-20:]},
+                   "sends to both brokers", 60)
+
+    proxy.blackhole()
+    report.expired_after = await wait_for(
+        lambda: _without_a(client, namesrv), "the nameserver to drop broker-a", expire_within)
+    expired_at = len(sends.records())
+    # The producer follows the route (1 s poll): then every send goes to broker-b.
+    await wait_for(lambda: _only_b_since(sends, expired_at, 20), "the producer to move to broker-b", 30)
+    moved = sends.records()[expired_at:]
+    last_a = max((n for n, r in enumerate(moved) if r.broker == "broker-a"), default=-1)
+    report.to_a_while_expired = last_a + 1
+    assert proxy.stats().held_up > 0, "broker-a sent nothing into the partition"
+
+    proxy.heal()
+    healed_at = len(sends.records())
+    report.back_after = await wait_for(
+        lambda: _with_a(client, namesrv), "broker-a back in the route", REGISTER_PERIOD_MS / 1000 + 20)
+    await wait_for(lambda: any(r.broker == "broker-a" for r in sends.records()[healed_at:]),
+                   "a send to broker-a after the heal", 30)
+    return report
+
+
+async def _without_a(client: RemotingClient, namesrv: str) -> bool:
+    return (await route_brokers(client, namesrv, NS_TOPIC)) == {"broker-b"}
+
+
+async def _with_a(client: RemotingClient, namesrv: str) -> bool:
+    return (await route_brokers(client, namesrv, NS_TOPIC)) == {"broker-a", "broker-b"}
+
+
+def _only_b_since(sends: SendLog, first: int, count: int) -> bool:
+    tail = sends.records()[first:]
+    return len(tail) >= count and all(r.broker == "broker-b" for r in tail[-count:])
+
+
+async def check_all_stored(client: RemotingClient, brokers: dict[str, str], sends: list[SendRecord]) -> None:
+    """Every send answered SEND_OK is in its broker's queues."""
+    stored = {name: set(await stored_keys(client, addr, NS_TOPIC)) for name, addr in brokers.items()}
+    missing = [r.key for r in sends if r.broker is not None and r.key not in stored[r.broker]]
+    assert not missing, f"{len(missing)} acknowledged messages not stored: {missing[:10]}"
+
+
+def broker_conf(name: str) -> dict[str, str]:
+    return {"brokerName": name, "registerNameServerPeriod": str(REGISTER_PERIOD_MS),
+            "autoCreateTopicEnable": "false"}
+
+
+async def test_broker_namesrv_partition(tmp_path: Path, server_factory: Factory) -> None:
+    namesrv = server_factory(namesrv_process(tmp_path, "--broker-expired-ms", str(OUR_EXPIRY_MS),
+                                             "--scan-interval-ms", "1000"))
+    with ThreadedFaultProxy(namesrv.address) as proxy:
+        a = server_factory(broker_process(tmp_path, proxy.address, name="broker-a", conf=broker_conf("broker-a")))
+        b = server_factory(broker_process(tmp_path, namesrv.address, name="broker-b", conf=broker_conf("broker-b")))
+        client = RemotingClient()
+        producer: PacedProducer | None = None
+        try:
+            for addr in (a.address, b.address):
+                await create_topic(client, addr, NS_TOPIC)
+            producer = await PacedProducer(namesrv.address, NS_TOPIC).start()
+            report = await partition_broker_and_namesrv(client, namesrv.address, proxy, producer,
+                                                        expire_within=OUR_EXPIRY_MS / 1000 + 15)
+            await producer.stop()
+            report.sends = producer.records()
+            print(f"ours: {report.describe()}; proxy {proxy.stats()}")
+            assert not report.failures(), report.describe()
+            # Not before brokerChannelExpiredTime after its last registration (at most one
+            # period before the black hole).
+            assert report.expired_after >= (OUR_EXPIRY_MS - REGISTER_PERIOD_MS) / 1000, report.describe()
+            await check_all_stored(client, {"broker-a": a.address, "broker-b": b.address}, report.sends)
+        finally:
+            if producer is not None and producer._task is not None and not producer._task.done():
+                await producer.stop()
+            await client.close()

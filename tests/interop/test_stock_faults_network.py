@@ -8,25 +8,38 @@ same harness (tests/faultproxy.py), with the same settings and the same checks.
    housekeeping from its own last write (``HAClient.lastWriteTimestamp``), so in the black
    hole it keeps its dead connection; it notices the master closed it only when the heal
    delivers the FIN. Ours times it from its last read and dials again during the partition.
+2. Broker <-> nameserver partition, stock nameserver, stock brokers and a stock producer
+   (the driver's produce-paced): the stock nameserver drops broker-a after its fixed
+   ``BROKER_CHANNEL_EXPIRED_TIME`` (120 s, scanned every 10 s; not configurable in 4.9.7),
+   the stock producer moves to broker-b without a failed send, and broker-a registers again
+   within a registration period of the heal. Ours does the same with the expiry configurable
+   (``brokerChannelExpiredTime``; 15 s in the test).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
 from aiorocketmq.client.remoting import RemotingClient
 from tests.faultproxy import ThreadedFaultProxy
 from tests.integration.test_faults_network import (
+    NS_TOPIC,
+    SendRecord,
+    broker_conf,
+    check_all_stored,
     check_partition_answers,
     check_stores,
+    create_topic,
     ha_settings,
+    partition_broker_and_namesrv,
     partition_master_and_slave,
     partition_summary,
     wait_caught_up,
 )
-from tests.interop.stock import JavaServer
+from tests.interop.stock import DriverProcess, JavaServer
 from tests.procs import ServerProcess
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(300)]
@@ -53,3 +66,65 @@ async def test_stock_master_slave_partition(namesrv: ServerProcess,
 
 
 
+
+
+class DriverSendLog:
+    """The SendRecords of a stock produce-paced driver, read from its events."""
+
+    def __init__(self, driver: DriverProcess, stop_file: Path) -> None:
+        self.driver = driver
+        self.stop_file = stop_file
+
+    def records(self) -> list[SendRecord]:
+        out = []
+        for e in self.driver.events():
+            if e.get("event") == "sent":
+                out.append(SendRecord(e["index"], e["key"], e["brokerName"], e["ms"] / 1000))
+            elif e.get("event") == "send-error":
+                out.append(SendRecord(e["index"], e["key"], None, e["ms"] / 1000, e.get("error")))
+        return out
+
+    def stop(self) -> list[SendRecord]:
+        self.stop_file.touch()
+        result = self.driver.wait(60).check()
+        assert result.done is not None
+        return self.records()
+
+
+def paced_driver(java_driver: Callable[..., DriverProcess], tmp_path: Path, namesrv: str, topic: str,
+                 *, name: str, timeout_ms: int, **options: object) -> DriverSendLog:
+    stop_file = tmp_path / f"{name}.stop"
+    driver = java_driver("produce-paced", namesrv=namesrv, name=name, topic=topic, group=f"{name}-pg",
+                         count=20000, interval_ms=50, timeout_ms=timeout_ms, stop_file=str(stop_file),
+                         **options)
+    driver.wait_for("started", timeout=60)
+    return DriverSendLog(driver, stop_file)
+
+
+STOCK_EXPIRY_S = 120  # RouteInfoManager.BROKER_CHANNEL_EXPIRED_TIME
+STOCK_SCAN_S = 10
+
+
+@pytest.mark.timeout(450)
+async def test_stock_broker_namesrv_partition(tmp_path: Path, stock_namesrv: Callable[..., JavaServer],
+                                              stock_broker: Callable[..., JavaServer],
+                                              java_driver: Callable[..., DriverProcess]) -> None:
+    namesrv = stock_namesrv()
+    with ThreadedFaultProxy(namesrv.address) as proxy:
+        a = stock_broker(proxy.address, name="broker-a", conf=broker_conf("broker-a"))
+        b = stock_broker(namesrv.address, name="broker-b", conf=broker_conf("broker-b"))
+        client = RemotingClient()
+        try:
+            for addr in (a.address, b.address):
+                await create_topic(client, addr, NS_TOPIC)
+            sends = paced_driver(java_driver, tmp_path, namesrv.address, NS_TOPIC, name="ns-paced",
+                                 timeout_ms=360_000)
+            report = await partition_broker_and_namesrv(
+                client, namesrv.address, proxy, sends, expire_within=STOCK_EXPIRY_S + STOCK_SCAN_S + 30)
+            report.sends = sends.stop()
+            print(f"stock 4.9.7: {report.describe()}; proxy {proxy.stats()}")
+            assert not report.failures(), report.describe()
+            assert report.expired_after >= STOCK_EXPIRY_S - 10, report.describe()  # registerNameServerPeriod
+            await check_all_stored(client, {"broker-a": a.address, "broker-b": b.address}, report.sends)
+        finally:
+            await client.close()

@@ -173,6 +173,8 @@ public final class Driver {
             case "produce-orderly":
             case "produce-delay":
                 return Producers.run(o);
+            case "produce-paced":
+                return Paced.run(o);
             case "consume-push":
             case "consume-orderly":
             case "consume-broadcast":
@@ -192,7 +194,7 @@ public final class Driver {
                 return Trace.run(o);
             default:
                 throw new IllegalArgumentException("unknown scenario " + o.scenario + "; known: produce-sync, "
-                    + "produce-async, produce-oneway, produce-batch, produce-orderly, produce-delay, consume-push, "
+                    + "produce-async, produce-oneway, produce-batch, produce-orderly, produce-delay, produce-paced, consume-push, "
                     + "consume-orderly, consume-broadcast, lite-pull-subscribe, lite-pull-assign-seek, "
                     + "pull-consumer, transaction, request-reply, sql92-consume, trace-roundtrip");
         }
