@@ -30,6 +30,11 @@ when listenPort is 0) and is registered as ``haServerAddr``. A master's brokerId
 master's HA address from the nameserver's answer, copies the master's metadata every 10 s
 (``slave_sync``), and runs neither the delay-level delivery nor the transaction check.
 
+Timer messages (``server/store/timer``): one ``TimerMessageStore`` per broker; its check is a
+store put hook and a send hook; with ``timerWheelEnable`` the topic ``rmq_sys_wheel_timer``
+(1 queue) is registered and a master loads and starts the timer store after the store,
+and stops it before the store.
+
 ``shutdown()`` (idempotent): stop accepting connections and drain running handlers
 (bounded), stop the metrics endpoint, answer parked pulls, stop the periodic tasks, unregister from
 the nameservers, stop accepting and close client connections, persist offsets, topics and
@@ -53,6 +58,7 @@ from aiorocketmq.server.remoting import RemotingServer
 from aiorocketmq.server.store.config import MessageStoreConfig
 from aiorocketmq.server.store.ha import HAService
 from aiorocketmq.server.store.message_store import MessageStore
+from aiorocketmq.server.store.timer import TIMER_TOPIC, TimerMessageStore, TimerSendHook
 
 from .acl import AclFileWatcher, PlainAccessValidator, load_access_validator
 from .acl.processor import AclAdminProcessor
@@ -127,6 +133,8 @@ class BrokerController:
         self.host = host
         root = Path(store_config.store_path_root_dir)
         self.topics = TopicConfigManager(config, root)
+        if store_config.timer_wheel_enable:
+            self.topics.add_system_topic(TIMER_TOPIC, 1)
         self.subscription_groups = SubscriptionGroupManager(
             root, auto_create=config.auto_create_subscription_group)
         self.offsets = ConsumerOffsetManager(root)
@@ -155,6 +163,7 @@ class BrokerController:
         self.pull_processor: PullMessageProcessor | None = None
         self.admin_processor: AdminBrokerProcessor | None = None
         self.schedule: ScheduleMessageService | None = None
+        self.timer: TimerMessageStore | None = None
         self.transactions: TransactionalMessageService | None = None
         self.transaction_check: TransactionalMessageCheckService | None = None
         self._offset_task: asyncio.Task[None] | None = None
@@ -204,6 +213,10 @@ class BrokerController:
             max_per_queue=c.max_suspended_pulls_per_queue,
             max_total=c.max_suspended_pulls)
         self.store.set_message_arriving_listener(self._on_message_arriving)
+        self.timer = TimerMessageStore(self.store, self.store_config)
+        self.store.put_message_hooks.append(self.timer.check_and_transform)
+        if self.store_config.timer_wheel_enable and not self.store_config.is_slave:
+            self.timer.load()
         self.schedule = ScheduleMessageService(self.store, self.store_config.store_path_root_dir)
         if not self.schedule.load():
             raise RuntimeError(f"cannot load {self.schedule.path} nor its .bak")
@@ -211,7 +224,8 @@ class BrokerController:
         self.transaction_check = TransactionalMessageCheckService(self, self.transactions)
         self.send_processor = SendMessageProcessor(self)
         # handleRetryAndDLQ runs before the transactional prepare, as upstream.
-        self.send_processor.hooks += [RetryDlqSendHook(self), TransactionPrepareHook()]
+        self.send_processor.hooks += [RetryDlqSendHook(self), TransactionPrepareHook(),
+                                      TimerSendHook(self.timer)]
         self.admin_processor = AdminBrokerProcessor(self)
         validator = broker_validator()
         for processor in (self.send_processor, self.pull_processor,
@@ -241,6 +255,8 @@ class BrokerController:
         else:
             self.schedule.start()
             self.transaction_check.start()
+            if self.store_config.timer_wheel_enable:
+                self.timer.start()
         if self.acl_watcher is not None:
             self.acl_watcher.start()
         self.metrics.attach(self)
@@ -318,6 +334,8 @@ class BrokerController:
             self.pull_hold.notify_message_arriving(topic, queue_id, max_offset, tags_code, properties)
         if self.schedule is not None:
             self.schedule.notify_message_arriving(topic, queue_id)
+        if self.timer is not None:
+            self.timer.notify_message_arriving(topic, queue_id)
 
     def _on_channel_close(self, channel: Channel, exc: BaseException | None) -> None:
         self.producers.on_channel_close(channel)
@@ -373,6 +391,8 @@ class BrokerController:
             await _shutdown_step("transaction_check", self.transaction_check.stop())
         if self.schedule is not None:
             await _shutdown_step(str(self.schedule.path), self.schedule.stop())
+        if self.timer is not None:
+            await _shutdown_step("timer", self.timer.shutdown())
         for manager in (self.offsets, self.topics, self.subscription_groups, self.consumer_filters):
             await _shutdown_step(str(manager.path), manager.stop())
         if self.ha is not None:

@@ -66,6 +66,10 @@ class TopicConfigManager(ConfigManager):
         self.on_topic_created: Callable[[], None] | None = None
         self._init_system_topics()
 
+    def add_system_topic(self, topic: str, queues: int | None, perm: int | None = None) -> None:
+        """Add a system topic of another component (before ``load``), e.g. the timer topic."""
+        self._add_system(topic, queues, perm)
+
     def _add_system(self, topic: str, queues: int | None, perm: int | None = None) -> None:
         tc = TopicConfig(topic)
         if queues is not None:

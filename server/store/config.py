@@ -84,6 +84,14 @@ class MessageStoreConfig:
     # A put whose append (and dispatch) ran longer than this marks the OS page cache busy
     # (upstream isOSPageCacheBusy): sends read before it ended are refused, see message_store.py.
     os_page_cache_busy_timeout_ms: int = 1000
+    # Timer messages (5.x, server/store/timer): keys and defaults of upstream 5.3.3.
+    timer_wheel_enable: bool = True
+    timer_max_delay_sec: int = 3600 * 24 * 3
+    timer_precision_ms: int = 1000  # snapped to 100, 200, 500 or 1000 (setTimerPrecisionMs)
+    timer_roll_window_slot: int = 3600 * 24 * 2
+    timer_congest_num_each_slot: int = 2**31 - 1
+    timer_flush_interval_ms: int = 1000
+    mapped_file_size_timer_log: int = 100 * 1024 * 1024
 
     def __post_init__(self) -> None:
         if self.flush_disk_type not in (ASYNC_FLUSH, SYNC_FLUSH):
@@ -94,6 +102,11 @@ class MessageStoreConfig:
             raise ValueError(f"brokerRole must be ASYNC_MASTER, SYNC_MASTER or SLAVE, not {self.broker_role!r}")
         if self.ha_transfer_batch_size < 1:
             raise ValueError("haTransferBatchSize must be positive")
+        # setTimerPrecisionMs: the largest of 100/200/500/1000 not above the value (100 below).
+        self.timer_precision_ms = max([p for p in (200, 500, 1000) if p <= self.timer_precision_ms],
+                                      default=100)
+        if self.mapped_file_size_timer_log < 4096:
+            raise ValueError("mappedFileSizeTimerLog must be at least 4096 bytes")
 
     # -- derived values (StorePathConfigHelper, MessageStoreConfig getters) --
 

@@ -140,6 +140,9 @@ OUR_CONFIG_KEYS = frozenset({
     "metricsPort", "slowRequestMillis",  # Prometheus endpoint, slow-request log (server/metrics)
     # upstream reads these as -Drocketmq.broker.<key> system properties, ours as config
     "diskSpaceWarningLevelRatio", "diskSpaceCleanForciblyRatio",
+    # 5.x timer messages (server/store/timer), upstream 5.3.3's keys and defaults
+    "timerWheelEnable", "timerMaxDelaySec", "timerPrecisionMs", "timerRollWindowSlot",
+    "timerCongestNumEachSlot", "timerFlushIntervalMs", "mappedFileSizeTimerLog",
 })
 ENVIRONMENT_CONFIG_KEYS = frozenset({
     "namesrvAddr", "listenPort", "storePathRootDir", "storePathCommitLog", "rocketmqHome",
