@@ -199,16 +199,23 @@ async def test_disabled_wheel_refuses_with_upstreams_remark(tmp_path: Path) -> N
         await n.close()
 
 
-async def test_slot_flow_control(tmp_path: Path) -> None:
+@pytest.mark.parametrize("draw, expected", [
+    (999, [True, True, True, False, False, False]),  # between the limits: refused (draw high)
+    (0, [True, True, True, True, False, False]),  # ... or let through (draw low); twice: refused
+])
+async def test_slot_flow_control(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                 draw: int, expected: list[bool]) -> None:
+    monkeypatch.setattr("aiorocketmq.server.store.timer.timer_store.random.randrange",
+                        lambda n: draw)
     n = await Node(tmp_path / "fc", Clock(), timer_congest_num_each_slot=2).open()
     try:
-        statuses = []
-        for i in range(8):
+        accepted = []
+        for i in range(len(expected)):
             status, _ = await n.put(body=f"m{i}".encode(), TIMER_DELAY_SEC="10")
-            statuses.append(status)
+            assert status in (PutMessageStatus.PUT_OK, PutMessageStatus.WHEEL_TIMER_FLOW_CONTROL)
+            accepted.append(status is PutMessageStatus.PUT_OK)
             assert await n.timer.run_once()  # enqueue: the slot's count grows
-        assert statuses[:3] == [PutMessageStatus.PUT_OK] * 3
-        assert statuses[-1] is PutMessageStatus.WHEEL_TIMER_FLOW_CONTROL  # 4 = twice the limit
+        assert accepted == expected
         code, remark = refusal(PutMessageStatus.WHEEL_TIMER_FLOW_CONTROL, n.store.config)
         assert code == ResponseCode.SYSTEM_ERROR
         assert remark == ("timer message is under flow control, max num limit is 4 or the current "
