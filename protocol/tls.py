@@ -42,6 +42,8 @@ import tempfile
 from collections.abc import Mapping
 
 from aiorocketmq.logs import get_logger
+from aiorocketmq.protocol.bodies import string_to_properties
+from aiorocketmq.protocol.errors import ProtocolError
 
 __all__ = [
     "DEFAULT_TLS_CONFIG_FILE",
@@ -85,21 +87,20 @@ def _flag(value: str | None, default: bool) -> bool:
 
 
 def _read_properties(path: str) -> dict[str, str]:
-    props: dict[str, str] = {}
+    """The ``tls.config.file`` as ``Properties.load`` reads it ({} when it cannot be read).
+
+    Raises:
+        ValueError: a malformed ``\\uXXXX`` escape in the file.
+    """
     try:
         with open(path, encoding="utf-8") as fh:
-            for raw in fh:
-                line = raw.strip()
-                if not line or line[0] in "#!":
-                    continue
-                sep = min((i for i in (line.find("="), line.find(":")) if i >= 0), default=-1)
-                if sep < 0:
-                    props[line] = ""
-                else:
-                    props[line[:sep].strip()] = line[sep + 1:].strip()
+            text = fh.read()
     except OSError:
         return {}
-    return props
+    try:
+        return string_to_properties(text)
+    except ProtocolError as exc:
+        raise ValueError(f"TLS configuration file {path}: {exc}") from exc
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
