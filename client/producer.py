@@ -88,6 +88,8 @@ __all__ = [
 log = get_logger("aiorocketmq.client.producer")
 
 _UNIQ_KEY = MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX
+_TIMER_KEYS = (MessageConst.PROPERTY_TIMER_DELAY_SEC, MessageConst.PROPERTY_TIMER_DELAY_MS,
+               MessageConst.PROPERTY_TIMER_DELIVER_MS)
 _VALID_NAME = re.compile(r"^[%|a-zA-Z0-9_-]+$")
 _JAVA_BLANK = "".join(chr(c) for c in range(0x21))
 TOPIC_MAX_LENGTH = 127
@@ -571,6 +573,9 @@ class Producer:
         for m in msgs:
             if m.delay_time_level > 0:
                 raise MQClientError("TimeDelayLevel is not supported for batching")
+            if any(k in m.properties for k in _TIMER_KEYS):
+                # The broker times single messages only: a batch would go out at once.
+                raise MQClientError("Timer messages are not supported for batching")
             if m.topic.startswith(MixAll.RETRY_GROUP_TOPIC_PREFIX):
                 raise MQClientError("Retry Group is not supported for batching")
             if m.topic != first.topic:

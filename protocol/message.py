@@ -480,6 +480,41 @@ class Message:
     def delay_time_level(self, level: int) -> None:
         self.properties[MessageConst.PROPERTY_DELAY_TIME_LEVEL] = str(int(level))
 
+    # Timer messages (5.x ``setDelayTimeSec`` / ``setDelayTimeMs`` / ``setDeliverTimeMs``): a
+    # broker with the timing wheel delivers the message at that time (server/store/timer).
+    # The broker reads TIMER_DELAY_SEC first, then TIMER_DELAY_MS, then TIMER_DELIVER_MS.
+
+    @property
+    def delay_sec(self) -> int:
+        """``TIMER_DELAY_SEC``: deliver this many seconds after the broker receives it (0: unset)."""
+        return self._timer_value(MessageConst.PROPERTY_TIMER_DELAY_SEC)
+
+    @delay_sec.setter
+    def delay_sec(self, seconds: int) -> None:
+        self.properties[MessageConst.PROPERTY_TIMER_DELAY_SEC] = str(int(seconds))
+
+    @property
+    def delay_ms(self) -> int:
+        """``TIMER_DELAY_MS``: deliver this many milliseconds after the broker receives it."""
+        return self._timer_value(MessageConst.PROPERTY_TIMER_DELAY_MS)
+
+    @delay_ms.setter
+    def delay_ms(self, ms: int) -> None:
+        self.properties[MessageConst.PROPERTY_TIMER_DELAY_MS] = str(int(ms))
+
+    @property
+    def deliver_time_ms(self) -> int:
+        """``TIMER_DELIVER_MS``: deliver at this epoch time in milliseconds (0: unset)."""
+        return self._timer_value(MessageConst.PROPERTY_TIMER_DELIVER_MS)
+
+    @deliver_time_ms.setter
+    def deliver_time_ms(self, epoch_ms: int) -> None:
+        self.properties[MessageConst.PROPERTY_TIMER_DELIVER_MS] = str(int(epoch_ms))
+
+    def _timer_value(self, key: str) -> int:
+        value = self.properties.get(key)
+        return int(value) if value is not None else 0
+
     @property
     def wait_store_msg_ok(self) -> bool:
         """``WAIT``: absent means true; otherwise Java ``Boolean.parseBoolean``."""
