@@ -85,7 +85,16 @@ FORMAT = "rocketmq"
 
 
 def register(spark: SparkSession) -> None:
-    """Register the ``rocketmq`` data source (source and sink) with ``spark``."""
-    from .source import RocketMQDataSource
+    """Register the ``rocketmq`` data source (source and sink) with ``spark``.
 
-    spark.dataSource.register(RocketMQDataSource)
+    On a local master its workers run this interpreter unless ``PYSPARK_PYTHON`` names
+    another, which must then import aiorocketmq (``spark_sink.workers``).
+
+    Raises:
+        spark_sink.workers.WorkerPythonError: ``PYSPARK_PYTHON`` cannot import aiorocketmq.
+    """
+    from .source import RocketMQDataSource
+    from .workers import worker_python
+
+    with worker_python(spark):
+        spark.dataSource.register(RocketMQDataSource)
