@@ -249,3 +249,44 @@ async def test_restart_and_sigkill_rounds_deliver_each_once(
         [m] = by_key[uniq]
         assert m.queue_id == qid
         assert_never_early(m, earliest)
+
+
+# -- master/slave -----------------------------------------------------------------------------
+
+
+async def test_master_times_and_slave_replicates(tmp_path: Path, namesrv: ServerProcess,
+                                                 server_factory: Factory,
+                                                 client: RemotingClient) -> None:
+    from tests.integration.test_ha import ha_conf, send_until_ok, wait_caught_up
+
+    master = start_broker(tmp_path, namesrv, server_factory, name="timer-m",
+                          **ha_conf("SYNC_MASTER", 0))
+    slave = start_broker(tmp_path, namesrv, server_factory, name="timer-s",
+                         **ha_conf("SLAVE", 1))
+    topic = "TimerHA"
+    await send_until_ok(client, master.address, topic)
+    sent = {}
+    for i in range(6):
+        uniq = f"HA{i}"
+        born = now_ms()
+        r = await send(client, master.address, topic, f"ha{i}".encode(),
+                       props={"TIMER_DELAY_MS": str(1000 + 300 * i), "UNIQ_KEY": uniq, "WAIT": "true"})
+        assert r.code == ResponseCode.SUCCESS, r.remark
+        sent[uniq] = born + 1000 + 300 * i
+    for uniq, earliest in sent.items():
+        assert_never_early(await find_delivered(client, master.address, topic, 0, uniq), earliest)
+    await wait_caught_up(client, master.address, slave.address)
+    # The slave learns the new topic from the master's topics.json (every 10 s); then the
+    # delivered records, replicated with the log, are there.
+    deadline = time.monotonic() + 30
+    while True:
+        on_slave = {m.properties.get("UNIQ_KEY") for m in await read_all(client, slave.address, topic, 0)}
+        if set(sent) <= on_slave or time.monotonic() > deadline:
+            break
+        await asyncio.sleep(0.2)
+    assert set(sent) <= on_slave
+    parked = await read_all(client, slave.address, "rmq_sys_wheel_timer", 0)
+    assert {m.properties["UNIQ_KEY"] for m in parked} == set(sent)
+    assert not (tmp_path / "timer-s" / "store" / "timerwheel").exists()  # no timer on a slave
+    r = await send(client, slave.address, topic, b"to-slave", props={"TIMER_DELAY_SEC": "1"})
+    assert r.code == ResponseCode.SERVICE_NOT_AVAILABLE
