@@ -250,7 +250,7 @@ LIVE_REFUSED_KEYS = frozenset({
     "mapedFileSizeConsumeQueue", "mappedFileSizeConsumeQueueExt", "enableConsumeQueueExt",
     "bitMapLengthConsumeQueueExt", "flushDiskType", "maxHashSlotNum", "maxIndexNum",
     "brokerRole", "enableDLegerCommitLog", "transientStorePoolEnable",
-    "transientStorePoolSize",
+    "transientStorePoolSize", "warmMapedFileEnable",
     # identity: what the nameservers and clients know this broker by
     "listenPort", "brokerName", "brokerClusterName", "brokerId", "brokerIP1", "brokerIP2",
     "haListenPort", "rocketmqHome",

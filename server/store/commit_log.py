@@ -111,7 +111,8 @@ class CommitLog:
         self.delay_levels = delay_levels
         self.max_delay_level = max(delay_levels) if delay_levels else 0
         self.file_size = config.mapped_file_size_commit_log
-        self.mfq = MappedFileQueue(config.commit_log_dir, self.file_size)
+        self.mfq = MappedFileQueue(config.commit_log_dir, self.file_size,
+                                   preallocate=config.warm_maped_file_enable)
         # (topic, queueId) -> next queue offset (upstream CommitLog.topicQueueTable).
         self.topic_queue_table: dict[tuple[str, int], int] = {}
 
@@ -175,9 +176,14 @@ class CommitLog:
         """The segment that can take ``size`` bytes now, rolling over with a filler if needed."""
         mf = self.mfq.get_last_mapped_file(0)
         assert mf is not None
+        # Disk blocks for the record, or for the filler that ends the segment: if the disk
+        # is full, OSError now, before anything is written (mapped_file.py).
+        need = mf.wrote_position + size + END_FILE_MIN_BLANK_LENGTH
+        if need > mf.allocated:
+            mf.allocate_to(min(mf.file_size, need))
         if size + END_FILE_MIN_BLANK_LENGTH > mf.free_space:
             # Create the next segment first: if the disk is full, nothing has changed.
-            nxt = self.mfq.create_file(mf.file_from_offset + self.file_size)
+            nxt = self.mfq.create_file(mf.file_from_offset + self.file_size, allocate=size)
             free = mf.free_space
             if free >= END_FILE_MIN_BLANK_LENGTH:
                 mf.write_at(mf.wrote_position, _BLANK.pack(free, BLANK_MAGIC_CODE))

@@ -81,6 +81,10 @@ class MessageStoreConfig:
     ha_slave_fallbehind_max: int = 1024 * 1024 * 256
     slave_timeout_ms: int = 3000  # SYNC_MASTER: wait for a slave ack (submitReplicaRequest)
     offset_check_in_slave: bool = False
+    # Reserve every segment's disk blocks in full when it is created (posix_fallocate); by
+    # default segments are sparse, as stock's, with blocks reserved ahead of the writes
+    # (mapped_file.py). Stock's key: its AllocateMappedFileService then writes every page.
+    warm_maped_file_enable: bool = False
     # A put whose append (and dispatch) ran longer than this marks the OS page cache busy
     # (upstream isOSPageCacheBusy): sends read before it ended are refused, see message_store.py.
     os_page_cache_busy_timeout_ms: int = 1000

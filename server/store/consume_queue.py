@@ -44,13 +44,15 @@ class ConsumeQueue:
 
     __slots__ = ("topic", "queue_id", "file_size", "mfq", "min_logic_offset", "max_physic_offset")
 
-    def __init__(self, topic: str, queue_id: int, root_dir: str, file_size: int) -> None:
+    def __init__(self, topic: str, queue_id: int, root_dir: str, file_size: int, *,
+                 preallocate: bool = False) -> None:
         if file_size % CQ_STORE_UNIT_SIZE:
             raise ValueError("consume queue file size must be a multiple of 20")
         self.topic = topic
         self.queue_id = queue_id
         self.file_size = file_size
-        self.mfq = MappedFileQueue(os.path.join(root_dir, topic, str(queue_id)), file_size)
+        self.mfq = MappedFileQueue(os.path.join(root_dir, topic, str(queue_id)), file_size,
+                                   preallocate=preallocate)
         self.min_logic_offset = 0  # in bytes, as upstream
         self.max_physic_offset = -1  # end (offset + size) of the last record indexed
 

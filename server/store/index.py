@@ -89,14 +89,19 @@ class IndexFile:
                  "key_hash", "_entries_base")
 
     def __init__(self, path: str, hash_slot_num: int, index_num: int, *, create: bool,
-                 end_phy_offset: int = 0, end_timestamp: int = 0) -> None:
+                 end_phy_offset: int = 0, end_timestamp: int = 0,
+                 preallocate: bool = False) -> None:
         size = INDEX_HEADER_SIZE + hash_slot_num * HASH_SLOT_SIZE + index_num * INDEX_SIZE
-        self.mf = MappedFile(path, 0, size, create=create)
+        entries_base = INDEX_HEADER_SIZE + hash_slot_num * HASH_SLOT_SIZE
+        # The header, the hash slots (written anywhere) and the first entries reserved at
+        # creation; later entries as they come (ensure_capacity, put_key).
+        self.mf = MappedFile(path, 0, size, create=create, preallocate=preallocate,
+                             allocate=entries_base + 2 * INDEX_SIZE)
         self.mf.wrote_position = size
         self.hash_slot_num = hash_slot_num
         self.index_num = index_num
         self.dirty = create
-        self._entries_base = INDEX_HEADER_SIZE + hash_slot_num * HASH_SLOT_SIZE
+        self._entries_base = entries_base
         if create:
             self.begin_timestamp = self.end_timestamp = end_timestamp
             self.begin_phy_offset = self.end_phy_offset = end_phy_offset
@@ -138,11 +143,17 @@ class IndexFile:
             return f"offsets {self.begin_phy_offset}..{self.end_phy_offset}"
         return ""
 
+    def reserve_entries(self, n: int) -> None:
+        """Reserve the disk blocks of the slots and the next ``n`` entries. Raises OSError."""
+        self.mf.allocate_to(self._entries_base + (self.index_count + n) * INDEX_SIZE)
+
     def put_key(self, key: str, phy_offset: int, store_timestamp: int) -> bool:
-        """Add one entry; False when the file is full."""
+        """Add one entry; False when the file is full. Raises OSError (no disk for it)."""
         count = self.index_count
         if count >= self.index_num:
             return False
+        if self._entries_base + (count + 1) * INDEX_SIZE > self.mf.allocated:
+            self.reserve_entries(1)
         mm = self.mf.mm
         key_hash = (_crc32(key.encode("utf-8")) & 0x7FFFFFFF if self.key_hash is crc32_key_hash
                     else self.key_hash(key))
@@ -284,14 +295,16 @@ class IndexService:
     """The list of index files; writes go to the newest, queries walk newest to oldest."""
 
     __slots__ = ("store_path", "hash_slot_num", "index_num", "files", "last_indexed_offset",
-                 "damage")
+                 "damage", "preallocate")
 
-    def __init__(self, store_path: str, hash_slot_num: int, index_num: int) -> None:
+    def __init__(self, store_path: str, hash_slot_num: int, index_num: int, *,
+                 preallocate: bool = False) -> None:
         if hash_slot_num <= 0 or index_num <= 1:
             raise ValueError("index needs at least one hash slot and two entries")
         self.store_path = store_path
         self.hash_slot_num = hash_slot_num
         self.index_num = index_num
+        self.preallocate = preallocate  # whole files at creation (warmMapedFileEnable)
         self.files: list[IndexFile] = []
         # Commit-log offset of the newest record indexed; records at or below it are skipped.
         self.last_indexed_offset = -1
@@ -367,7 +380,8 @@ class IndexService:
             now_ms += 1
         f = IndexFile(path, self.hash_slot_num, self.index_num, create=True,
                       end_phy_offset=last.end_phy_offset if last else 0,
-                      end_timestamp=last.end_timestamp if last else 0)
+                      end_timestamp=last.end_timestamp if last else 0,
+                      preallocate=self.preallocate)
         self.files.append(f)
         return f
 
@@ -394,7 +408,8 @@ class IndexService:
             return
         f = self.files[-1] if self.files else None
         if f is None or f.index_count + n_keys > f.index_num:
-            self._new_file()
+            f = self._new_file()
+        f.reserve_entries(n_keys)
 
     def _put(self, key: str, phy_offset: int, store_timestamp: int) -> None:
         f = self.files[-1] if self.files else None

@@ -3,14 +3,21 @@
 Contract:
 
 * A ``MappedFile`` is one file of exactly ``file_size`` bytes, named by its start
-  offset in the logical stream as 20 zero-padded digits (``UtilAll.offset2FileName``),
-  preallocated with ``posix_fallocate`` so that a full disk shows up as ``OSError``
-  when the segment is created, never as SIGBUS while writing into the mapping.
-  A segment appears under its name only at full size: it is created and preallocated
-  as ``<name>.creating`` and then linked into place (failing, as ``O_EXCL`` would, when
+  offset in the logical stream as 20 zero-padded digits (``UtilAll.offset2FileName``).
+  A segment appears under its name only at full size: it is created as
+  ``<name>.creating`` and then linked into place (failing, as ``O_EXCL`` would, when
   the name exists). Upstream's ``map()`` extends the file in one step; without this a
-  SIGKILL between the create and the preallocation left a short segment that stopped
+  SIGKILL between the create and the extension left a short segment that stopped
   the next start. Loaders delete leftover ``.creating`` files (``sweep_creating``).
+* Disk blocks: a full disk must show up as ``OSError`` before a write, never as SIGBUS
+  while writing into the mapping, so every byte is written only where ``posix_fallocate``
+  has reserved blocks (``allocated``). By default a segment is sparse, as stock's are
+  (``ftruncate``): blocks are reserved ahead of the write position in chunks
+  (``allocate_to``; the first chunk at creation), so a fresh broker takes a few MiB, not
+  the 1 GiB commit-log segment and 400 MB index of its full sizes. ``preallocate=True``
+  (the store's ``warmMapedFileEnable``) reserves the whole file at creation instead.
+  Writers call ``allocate_to`` before they write (the store's ``reserve`` steps, so a
+  put fails before any byte of it is written); ``append`` and ``write_at`` check too.
 * Writers (the event loop) append with one memcpy into the mapping and advance
   ``wrote_position``; readers get ``memoryview`` slices of the mapping (no copy).
 * ``flush`` (``msync`` through ``mmap.flush`` then ``fdatasync``) runs on a worker
@@ -40,7 +47,8 @@ from typing import ClassVar
 
 from aiorocketmq.logs import get_logger
 
-__all__ = ["MappedFile", "MappedFileQueue", "OS_PAGE_SIZE", "offset_to_file_name", "sweep_creating"]
+__all__ = ["MappedFile", "MappedFileQueue", "OS_PAGE_SIZE", "allocation_chunk", "offset_to_file_name",
+           "sweep_creating"]
 
 log = get_logger("aiorocketmq.store")
 
@@ -63,6 +71,22 @@ def sweep_creating(directory: str) -> None:
                 os.unlink(os.path.join(directory, name))
 
 
+def allocation_chunk(file_size: int) -> int:
+    """Bytes reserved per ``posix_fallocate`` call of a sparse segment: 1/256 of the file,
+    between 64 KiB and 4 MiB (4 MiB for a 1 GiB commit-log segment), whole pages."""
+    chunk = min(max(file_size // 256, 64 * 1024), 4 * 1024 * 1024)
+    return min(file_size, chunk - chunk % OS_PAGE_SIZE)
+
+
+def _reserve_blocks(fd: int, offset: int, length: int) -> None:
+    """``posix_fallocate``; a file system without it (EOPNOTSUPP, EINVAL) is left sparse."""
+    try:
+        os.posix_fallocate(fd, offset, length)
+    except OSError as exc:
+        if exc.errno not in (errno.EOPNOTSUPP, errno.EINVAL):
+            raise
+
+
 def _fsync_dir(path: str) -> None:
     fd = os.open(path, os.O_RDONLY)
     try:
@@ -77,6 +101,7 @@ class MappedFile:
     __slots__ = (
         "path", "file_from_offset", "file_size", "mm", "wrote_position", "flushed_position",
         "_lock", "_dir_synced", "last_modified_ms", "first_create_in_queue", "destroyed",
+        "allocated", "_chunk",
     )
 
     # Called as ``durable_observer(path, end)`` after each flush, on the flushing thread,
@@ -85,7 +110,14 @@ class MappedFile:
     durable_observer: ClassVar[Callable[[str, int], None] | None] = None
 
     def __init__(self, path: str, file_from_offset: int, file_size: int, *, create: bool,
-                 pad_short: bool = False) -> None:
+                 pad_short: bool = False, preallocate: bool = False,
+                 allocate: int = 0) -> None:
+        """Create (``create``) or open one segment.
+
+        A new segment has its first ``max(allocate, allocation_chunk)`` bytes' blocks
+        reserved, or all of them with ``preallocate``; OSError (ENOSPC) if the disk cannot
+        hold them, and then no segment appears. An opened one reserves as it is written.
+        """
         self.path = path
         self.file_from_offset = file_from_offset
         self.file_size = file_size
@@ -95,6 +127,9 @@ class MappedFile:
         self._dir_synced = not create
         self.first_create_in_queue = False
         self.destroyed = False
+        self._chunk = allocation_chunk(file_size)
+        # Blocks of [0, allocated) are known to be reserved; an opened file learns its own.
+        self.allocated = 0
         if create and os.path.exists(path):
             raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), path)
         creating = path + CREATING_SUFFIX
@@ -103,12 +138,10 @@ class MappedFile:
         try:
             if create:
                 try:
-                    try:
-                        os.posix_fallocate(fd, 0, file_size)
-                    except OSError as exc:
-                        if exc.errno not in (errno.EOPNOTSUPP, errno.EINVAL):
-                            raise
-                        os.ftruncate(fd, file_size)
+                    first = file_size if preallocate else self._chunk_end(allocate)
+                    _reserve_blocks(fd, 0, first)
+                    os.ftruncate(fd, file_size)  # the rest sparse (a no-op when preallocated)
+                    self.allocated = first
                     os.link(creating, path)  # EEXIST if the name appeared meanwhile
                 finally:
                     with contextlib.suppress(OSError):
@@ -141,19 +174,48 @@ class MappedFile:
     def free_space(self) -> int:
         return self.file_size - self.wrote_position
 
+    def _chunk_end(self, end: int) -> int:
+        """``end`` rounded up to the next chunk boundary, at most the file size."""
+        chunk = self._chunk
+        return min(self.file_size, max(chunk, -(-end // chunk) * chunk))
+
+    def allocate_to(self, end: int) -> None:
+        """Reserve disk blocks for ``[0, end)`` (and up to the next chunk boundary).
+
+        Raises OSError (ENOSPC): the disk is full; nothing was written.
+        """
+        if end <= self.allocated:
+            return
+        new_end = self._chunk_end(end)
+        fd = os.open(self.path, os.O_RDWR)
+        try:
+            _reserve_blocks(fd, self.allocated, new_end - self.allocated)
+        finally:
+            os.close(fd)
+        self.allocated = new_end
+
     def append(self, data: bytes | bytearray | memoryview) -> bool:
-        """Write ``data`` at the write position if it fits; False otherwise."""
+        """Write ``data`` at the write position if it fits; False otherwise.
+
+        Raises OSError when the blocks for it cannot be reserved (nothing written).
+        """
         pos = self.wrote_position
         end = pos + len(data)
         if end > self.file_size:
             return False
+        if end > self.allocated:
+            self.allocate_to(end)
         self.mm[pos:end] = data
         self.wrote_position = end
         self.last_modified_ms = int(time.time() * 1000)
         return True
 
     def write_at(self, pos: int, data: bytes | bytearray | memoryview) -> None:
-        self.mm[pos:pos + len(data)] = data
+        """Write ``data`` at ``pos``. Raises OSError when its blocks cannot be reserved."""
+        end = pos + len(data)
+        if end > self.allocated:
+            self.allocate_to(end)
+        self.mm[pos:end] = data
 
     # -- reading --
 
@@ -238,11 +300,14 @@ class MappedFile:
 class MappedFileQueue:
     """Ordered segments of one logical stream (the commit log, or one consume queue)."""
 
-    __slots__ = ("store_path", "file_size", "files", "flushed_where", "spares", "padded_from")
+    __slots__ = ("store_path", "file_size", "files", "flushed_where", "spares", "padded_from",
+                 "preallocate")
 
-    def __init__(self, store_path: str, file_size: int) -> None:
+    def __init__(self, store_path: str, file_size: int, *, preallocate: bool = False) -> None:
         self.store_path = store_path
         self.file_size = file_size
+        # New segments reserve all their blocks at once (warmMapedFileEnable), else in chunks.
+        self.preallocate = preallocate
         self.files: list[MappedFile] = []
         self.flushed_where = 0
         # Segments created ahead of need by ``reserve`` (not yet part of the stream).
@@ -295,33 +360,50 @@ class MappedFileQueue:
         last = self.last
         return last.file_from_offset + last.wrote_position if last else 0
 
-    def create_file(self, start_offset: int) -> MappedFile:
-        """Create the segment starting at ``start_offset``. Raises OSError (e.g. ENOSPC)."""
+    def create_file(self, start_offset: int, *, allocate: int = 0) -> MappedFile:
+        """Create the segment starting at ``start_offset``, its first ``allocate`` bytes'
+        blocks reserved. Raises OSError (e.g. ENOSPC); then no segment was added."""
         mf = None
         spares = self.spares
         while spares and spares[0].file_from_offset != start_offset:
             spares.pop(0).destroy()  # reserved for a layout that did not happen
         if spares:
             mf = spares.pop(0)
+            try:
+                mf.allocate_to(allocate)
+            except OSError:
+                mf.destroy()
+                raise
         else:
-            mf = self._new_segment(start_offset)
+            mf = self._new_segment(start_offset, allocate)
         if not self.files:
             mf.first_create_in_queue = True
         self.files.append(mf)
         return mf
 
-    def _new_segment(self, start_offset: int) -> MappedFile:
+    def _new_segment(self, start_offset: int, allocate: int = 0) -> MappedFile:
         os.makedirs(self.store_path, exist_ok=True)
         path = os.path.join(self.store_path, offset_to_file_name(start_offset))
-        return MappedFile(path, start_offset, self.file_size, create=True)
+        return MappedFile(path, start_offset, self.file_size, create=True,
+                          preallocate=self.preallocate, allocate=allocate)
 
     def reserve(self, end_offset: int, start_offset: int = 0) -> None:
-        """Create now every segment needed to write up to ``end_offset`` (exclusive).
+        """Create now every segment needed to write up to ``end_offset`` (exclusive), and
+        reserve the disk blocks of the bytes up to it.
 
         Lets a writer fail with OSError before it writes anything, instead of half-way.
         The segments join the stream when ``get_last_mapped_file`` reaches them.
         """
         last = self.last
+        if (last is not None and not self.spares
+                and end_offset <= last.file_from_offset + last.allocated):
+            return  # the common case: room reserved in the segment being written
+        self._create_spares(last, end_offset, start_offset)
+        for mf in (*self.files[-1:], *self.spares):
+            if mf.file_from_offset < end_offset:
+                mf.allocate_to(min(self.file_size, end_offset - mf.file_from_offset))
+
+    def _create_spares(self, last: MappedFile | None, end_offset: int, start_offset: int) -> None:
         if self.spares:
             next_start = self.spares[-1].file_from_offset + self.file_size
         elif last is not None:

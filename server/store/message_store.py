@@ -328,7 +328,8 @@ class MessageStore:
         self.commit_log = CommitLog(config, self.store_host_bytes, self.delay_levels, clock_ms)
         self.consume_queue_table: dict[tuple[str, int], ConsumeQueue] = {}
         self.index: IndexService | None = (
-            IndexService(config.index_dir, config.max_hash_slot_num, config.max_index_num)
+            IndexService(config.index_dir, config.max_hash_slot_num, config.max_index_num,
+                         preallocate=config.warm_maped_file_enable)
             if config.message_index_enable else None
         )
         self.checkpoint: StoreCheckpoint | None = None
@@ -443,7 +444,8 @@ class MessageStore:
                     qid = int(qid_s)
                 except ValueError:
                     continue
-                cq = ConsumeQueue(topic, qid, root, self.config.consume_queue_file_size)
+                cq = ConsumeQueue(topic, qid, root, self.config.consume_queue_file_size,
+                                  preallocate=self.config.warm_maped_file_enable)
                 cq.load()
                 self.consume_queue_table[(topic, qid)] = cq
 
@@ -528,7 +530,8 @@ class MessageStore:
         cq = self.consume_queue_table.get(key)
         if cq is None:
             cq = ConsumeQueue(topic, queue_id, self.config.consume_queue_dir,
-                              self.config.consume_queue_file_size)
+                              self.config.consume_queue_file_size,
+                              preallocate=self.config.warm_maped_file_enable)
             self.consume_queue_table[key] = cq
         return cq
 
