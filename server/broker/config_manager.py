@@ -126,6 +126,11 @@ class ConfigManager:
 
         await self._writer.write(encode)
 
+    @property
+    def started(self) -> bool:
+        """``start`` ran and ``stop`` has not: the table may have changed since ``load``."""
+        return self._task is not None
+
     def start(self) -> None:
         if self._task is None:
             self._task = asyncio.get_running_loop().create_task(

@@ -384,17 +384,22 @@ class BrokerController:
         await _shutdown_step("slave_sync", self.slave_sync.stop())
         if self.fast_server is not None:
             await _shutdown_step("fast_server", self.fast_server.stop())
-        await _shutdown_step("server", self.server.stop())
+        if started or self.server.is_serving:  # not a server that never bound its port
+            await _shutdown_step("server", self.server.stop())
         await _shutdown_step("consumers", self.consumers.stop())
         # Before the offsets are written: the check pass moves CID_RMQ_SYS_TRANS offsets.
         if self.transaction_check is not None:
             await _shutdown_step("transaction_check", self.transaction_check.stop())
-        if self.schedule is not None:
+        # After a failed start, only what started is stopped and written: the rest holds what
+        # it loaded, and writing it would fail again for the reason the start did (a store
+        # directory that cannot be created), a traceback each before main's one-line error.
+        if self.schedule is not None and (started or self.schedule.started):
             await _shutdown_step(str(self.schedule.path), self.schedule.stop())
         if self.timer is not None:
             await _shutdown_step("timer", self.timer.shutdown())
         for manager in (self.offsets, self.topics, self.subscription_groups, self.consumer_filters):
-            await _shutdown_step(str(manager.path), manager.stop())
+            if started or manager.started:
+                await _shutdown_step(str(manager.path), manager.stop())
         if self.ha is not None:
             await _shutdown_step("ha", self.ha.stop())
         if self.store is not None:

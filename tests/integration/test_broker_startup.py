@@ -82,6 +82,18 @@ def test_store_locked_by_another_broker_is_one_line(tmp_path: Path) -> None:
     assert result.returncode == 1
 
 
+def test_store_directory_that_cannot_be_created_is_one_line(tmp_path: Path) -> None:
+    # The store's parent is a file. The broker used to print four tracebacks (~90 lines: it
+    # wrote its never-started metadata files while stopping) before its one-line error.
+    (tmp_path / "not-a-dir").write_text("")
+    store = tmp_path / "not-a-dir" / "store"
+    result = mqbroker("-c", str(write_conf(tmp_path, storePathRootDir=str(store))))
+    assert_one_line_error(result, "cannot start", "not-a-dir")
+    assert result.returncode == 1
+    assert "shutdown_step_failed" not in result.stderr, result.stderr
+    assert len(result.stderr.splitlines()) < 10, result.stderr
+
+
 def test_unknown_log_level_is_refused(tmp_path: Path) -> None:
     result = mqbroker("-c", str(write_conf(tmp_path)), "--log-level", "VERBOSE")
     assert result.returncode == 2
