@@ -21,14 +21,22 @@ Contract:
   ``exc_info`` / ``stack_info`` become the record's, so formatters print the traceback.
 * The level is checked before anything is built: a disabled call costs one
   ``Logger.isEnabledFor`` (cached by stdlib). The record points at the caller's line.
+* ``alert(level, event, ...)`` is for the few events an application must not miss even
+  when it configured no logging: an exception raised by its own listener, no reachable
+  nameserver. It logs as the other methods do and, when no handler but our ``NullHandler``
+  would take the record (``handled_by_application``), hands it to ``logging.lastResort``
+  too: one ``event key=value`` line (and the traceback) on stderr, as stdlib prints a
+  library's warnings when no handler exists. An application's own handler, or a level it set
+  that disables the record, silences it as usual.
 """
 
 from __future__ import annotations
 
 import logging
+import sys
 from typing import Any
 
-__all__ = ["EventDict", "BoundLogger", "get_logger"]
+__all__ = ["EventDict", "BoundLogger", "get_logger", "handled_by_application"]
 
 _SIMPLE = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.:/@%+,")
 
@@ -93,6 +101,30 @@ class BoundLogger:
     def critical(self, event: str, **kw: Any) -> None:
         self._log(logging.CRITICAL, "critical", event, kw)
 
+    def alert(self, level: int, event: str, **kw: Any) -> None:
+        """Log ``event`` at ``level``; on stderr as well when the application has no handler
+        for it (module docstring). ``exc_info=True`` attaches the exception being handled."""
+        logger = self._logger
+        if not logger.isEnabledFor(level):
+            return
+        exc_info = kw.pop("exc_info", None)
+        if exc_info is True:
+            exc_info = sys.exc_info()
+        elif isinstance(exc_info, BaseException):
+            exc_info = (type(exc_info), exc_info, exc_info.__traceback__)
+        elif not isinstance(exc_info, tuple):
+            exc_info = None
+        self._log(level, logging.getLevelName(level).lower(), event,
+                  {**kw, "exc_info": exc_info})
+        last = logging.lastResort
+        if last is None or level < last.level or handled_by_application(logger):
+            return
+        kw.pop("stack_info", None)
+        ed = EventDict(event=event)
+        ed.update(self._context)
+        ed.update(kw)
+        last.handle(logger.makeRecord(logger.name, level, "(alert)", 0, ed, (), exc_info))
+
     def _log(self, level: int, method: str, event: str, kw: dict[str, Any]) -> None:
         logger = self._logger
         if not logger.isEnabledFor(level):
@@ -106,6 +138,20 @@ class BoundLogger:
         # stacklevel 3: past this method and the level method, to the line that logged.
         logger.log(level, ed, exc_info=exc_info, stack_info=stack_info, stacklevel=3,
                    extra={"_logger": logger, "_name": method})
+
+
+def handled_by_application(logger: logging.Logger) -> bool:
+    """Whether a record of ``logger`` reaches a handler other than a ``NullHandler`` (what
+    stdlib's ``Logger.callHandlers`` walks: the logger and its ancestors while they
+    propagate)."""
+    current: logging.Logger | None = logger
+    while current is not None:
+        if any(not isinstance(h, logging.NullHandler) for h in current.handlers):
+            return True
+        if not current.propagate:
+            return False
+        current = current.parent
+    return False
 
 
 def get_logger(name: str) -> BoundLogger:

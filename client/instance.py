@@ -13,7 +13,13 @@ last release shuts it down. It owns:
   listed in every HEART_BEAT and unregistered last at shutdown;
 * the topic route table and the broker address table (brokerName -> {id: addr}),
   refreshed for every topic in use every ``poll_name_server_interval_ms`` and on demand
-  (``update_topic_route``, with the TBW102 fallback of 6.7 for producers);
+  (``update_topic_route``, with the TBW102 fallback of 6.7 for producers). A route lookup
+  that fails because no nameserver answers (a ``RemotingError``, not "no such topic") is
+  kept in ``route_errors`` (a producer names it instead of "No route info") and, the first
+  time after a success, alerted as ``client.instance.namesrv_unreachable``: on stderr
+  even when the application configured no logging (``BoundLogger.alert``), so a consumer
+  started against a dead nameserver is not silent; ``namesrv_reachable`` when one answers
+  again;
 * scheduled routines, each isolated (a failing run is logged once with its context and
   the next run happens on time): route refresh (first after 10 ms), offline-broker
   cleanup + HEART_BEAT to every broker (first after 1 s, then every 30 s; consumer-less
@@ -39,6 +45,7 @@ from __future__ import annotations
 
 import asyncio
 import enum
+import logging
 import random
 from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
@@ -59,7 +66,7 @@ from aiorocketmq.protocol.bodies import (
 from aiorocketmq.protocol.channel import Channel
 from aiorocketmq.protocol.codes import CURRENT_VERSION, MixAll, Perm, RequestCode, ResponseCode
 from aiorocketmq.protocol.command import RemotingCommand
-from aiorocketmq.protocol.errors import MQClientError, TopicNotExistError
+from aiorocketmq.protocol.errors import MQClientError, RemotingError, TopicNotExistError
 from aiorocketmq.protocol.headers import (
     CheckTransactionStateRequestHeader,
     ConsumeMessageDirectlyResultRequestHeader,
@@ -196,6 +203,9 @@ class MQClientInstance:
         self._rebalance_wakeup = asyncio.Event()
         self._rebalance_later: asyncio.TimerHandle | None = None
         self._route_lock = asyncio.Lock()
+        # topic -> why its last route lookup found no nameserver answering (cleared by an answer)
+        self.route_errors: dict[str, RemotingError] = {}
+        self._namesrv_unreachable = False
         self._heartbeat_lock = asyncio.Lock()
         self._handler_tasks: set[asyncio.Task[Any]] = set()
         self._heartbeat_soon_task: asyncio.Task[None] | None = None
@@ -409,6 +419,11 @@ class MQClientInstance:
             topics.update(producer.publish_topics())
         return topics
 
+    def _namesrv_answered(self) -> None:
+        if self._namesrv_unreachable:
+            self._namesrv_unreachable = False
+            log.info("client.instance.namesrv_reachable", namesrv=self.config.namesrv_addr)
+
     async def update_topic_route_from_namesrv_all(self) -> None:
         for topic in self._topics_in_use():
             await self.update_topic_route(topic)
@@ -442,8 +457,18 @@ class MQClientInstance:
             # Expected, so debug: a producer's first send to a topic the broker will create
             # through TBW102 (6.7), and a consumer's topic not created yet, which the
             # rebalance reports as client.rebalance.no_route. Upstream warns here.
+            self._namesrv_answered()
+            self.route_errors.pop(topic, None)
             log.debug("client.instance.route_update_failed", topic=topic, default_topic=default_topic,
                       error=str(exc))
+            return False
+        except RemotingError as exc:
+            # No nameserver answered: not "no such topic", and never silent (module docstring).
+            self.route_errors[topic] = exc
+            if not self._namesrv_unreachable:
+                self._namesrv_unreachable = True
+                log.alert(logging.WARNING, "client.instance.namesrv_unreachable",
+                          namesrv=self.config.namesrv_addr, topic=topic, error=str(exc))
             return False
         except Exception as exc:
             if not topic.startswith(MixAll.RETRY_GROUP_TOPIC_PREFIX):
@@ -452,6 +477,8 @@ class MQClientInstance:
             return False
         finally:
             self._route_lock.release()
+        self._namesrv_answered()
+        self.route_errors.pop(topic, None)
         old = self.topic_route_table.get(topic)
         changed = old is None or _route_key(old) != _route_key(route)
         if not changed:

@@ -554,6 +554,14 @@ class Producer:
         return self.topic_publish_info_table[topic]
 
     def _no_route(self, topic: str) -> MQClientError:
+        """The error of a send without a route: a missing topic, or no nameserver answering
+        (then named, with why, instead of the missing topic's words; the cause chained)."""
+        cause = self.instance.route_errors.get(topic) if self.instance is not None else None
+        if cause is not None:
+            error = MQClientError(f"cannot get the route of topic {topic} from the name "
+                                  f"server: {cause}")
+            error.__cause__ = cause
+            return error
         return MQClientError(f"No route info of this topic: {topic}{FAQ_URL}")
 
     # -- public send API --------------------------------------------------------------------

@@ -20,7 +20,10 @@ Tasks and ownership (all created in ``start()``, all awaited in ``shutdown()``):
 * ``consume_thread_max`` **consume workers** reading a bounded queue of consume
   requests. A listener may be a plain function (run in a thread pool of the same size)
   or a coroutine function. Concurrently: CONSUME_SUCCESS or RECONSUME_LATER (an
-  exception or ``None`` counts as RECONSUME_LATER); failed messages of a clustering
+  exception or ``None`` counts as RECONSUME_LATER; the exception, or a return value that
+  is not a status, is alerted: ``client.push_consumer.listener_failed`` with its
+  traceback, ``listener_bad_status``, on stderr when the application configured no
+  logging, ``aiorocketmq.logs``); failed messages of a clustering
   consumer go back to the broker with CONSUMER_SEND_MSG_BACK (delay level from the
   context, 0 = broker decides), falling back to a direct send to ``%RETRY%<group>``,
   and when both fail they are consumed again locally after 5 s. Orderly: LOCK_BATCH_MQ
@@ -47,6 +50,7 @@ import asyncio
 import concurrent.futures
 import enum
 import inspect
+import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
@@ -736,6 +740,8 @@ class PushConsumer:
         if isinstance(exc, MQBrokerError) and exc.code == ResponseCode.FLOW_CONTROL:
             self._pull_later(req, PULL_DELAY_BROKER_FLOW_CONTROL)
             return
+        if not isinstance(exc, MQBrokerError):
+            return  # BROKEN
         if isinstance(exc, MQBrokerError) and exc.code in _SUBSCRIPTION_LOST \
                 and self.instance is not None:
             self.instance.heartbeat_soon()  # the broker learns the subscription again
@@ -868,8 +874,9 @@ class PushConsumer:
         except asyncio.CancelledError:
             raise
         except Exception:
-            log.exception("client.push_consumer.listener_failed", group=self.group, mq=str(mq),
-                          msg_ids=[m.msg_id for m in msgs])
+            # The application's own code: on stderr even with no logging configured.
+            log.alert(logging.ERROR, "client.push_consumer.listener_failed", group=self.group,
+                      mq=str(mq), msg_ids=[m.msg_id for m in msgs], exc_info=True)
             status = None
             raised = True
         if tracer is not None:
@@ -877,8 +884,10 @@ class PushConsumer:
                                  _return_type(status, raised, began,
                                               ConsumeConcurrentlyStatus.CONSUME_SUCCESS))
         if not isinstance(status, ConsumeConcurrentlyStatus):
-            if status is not None:
-                log.warning("client.push_consumer.listener_bad_status", status=repr(status))
+            if not raised:  # None too: a listener that forgot to return a status
+                log.alert(logging.WARNING, "client.push_consumer.listener_bad_status",
+                          group=self.group, status=repr(status),
+                          result="RECONSUME_LATER: the messages will be delivered again")
             status = ConsumeConcurrentlyStatus.RECONSUME_LATER
         if pq.dropped:
             log.warning("client.push_consumer.dropped_after_consume", group=self.group, mq=str(mq))
@@ -1026,7 +1035,8 @@ class PushConsumer:
                 except asyncio.CancelledError:
                     raise
                 except Exception:
-                    log.exception("client.push_consumer.listener_failed", group=self.group, mq=str(mq))
+                    log.alert(logging.ERROR, "client.push_consumer.listener_failed",
+                              group=self.group, mq=str(mq), exc_info=True)
                     status = None
                     raised = True
             if tracer is not None:
@@ -1035,6 +1045,10 @@ class PushConsumer:
                     _return_type(status, raised, began, ConsumeOrderlyStatus.SUCCESS,
                                  ConsumeOrderlyStatus.COMMIT, ConsumeOrderlyStatus.ROLLBACK))
             if not isinstance(status, ConsumeOrderlyStatus):
+                if not raised:
+                    log.alert(logging.WARNING, "client.push_consumer.listener_bad_status",
+                              group=self.group, status=repr(status),
+                              result="SUSPEND_CURRENT_QUEUE_A_MOMENT: delivered again")
                 status = ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT
             if not await self._process_orderly_result(msgs, status, ctx, pq, mq):
                 return
