@@ -124,8 +124,13 @@ class BrokerController:
 
     def __init__(self, config: BrokerConfig, store_config: MessageStoreConfig, *,
                  host: str = "127.0.0.1", metrics: BrokerMetrics | None = None,
-                 system_properties: dict[str, str] | None = None) -> None:
+                 system_properties: dict[str, str] | None = None,
+                 config_path: str | None = None) -> None:
         self.config = config
+        # The -c file (BrokerPathConfigHelper.setBrokerConfigPath): UPDATE_BROKER_CONFIG
+        # persists the whole configuration there; None (no -c): changes last until a restart.
+        self.config_path = config_path
+        self.requested_listen_port = config.listen_port  # 0 stays 0 in the persisted file
         # Upstream's JVM -D properties: rocketmq.home.dir, rocketmq.acl.plain.file, tls.*
         self.system_properties = dict(system_properties or {})
         self.tls = TlsConfig.from_properties(self.system_properties)
@@ -225,7 +230,7 @@ class BrokerController:
         self.send_processor = SendMessageProcessor(self)
         # handleRetryAndDLQ runs before the transactional prepare, as upstream.
         self.send_processor.hooks += [RetryDlqSendHook(self), TransactionPrepareHook(),
-                                      TimerSendHook(self.timer)]
+                                      TimerSendHook(self.timer, c.broker_name)]
         self.admin_processor = AdminBrokerProcessor(self)
         validator = broker_validator()
         for processor in (self.send_processor, self.pull_processor,

@@ -13,6 +13,7 @@ under a deadline.
 from __future__ import annotations
 
 import asyncio
+import base64
 import random
 import time
 from collections.abc import Callable
@@ -168,9 +169,16 @@ async def test_answers_and_remarks(tmp_path: Path, namesrv: ServerProcess, serve
         r = await send(client, addr, topic, b"x", props=props)
         assert (r.code, r.remark) == (ResponseCode.MESSAGE_ILLEGAL, ILLEGAL), props
         assert r.ext_fields is not None and r.ext_fields["MSG_REGION"] == "DefaultRegion"
+    # Parked: the answer carries 5.3's recall handle (v1 topic broker TIMER_OUT_MS+1 UNIQ_KEY).
+    r = await send(client, addr, topic, b"handle", props={"TIMER_DELAY_SEC": "60", "UNIQ_KEY": "U-h"})
+    assert r.code == ResponseCode.SUCCESS and r.ext_fields is not None
+    parked = await view(client, addr, SendMessageResponseHeader.from_ext_fields(r.ext_fields).msg_id)
+    out = int(parked.properties["TIMER_OUT_MS"])
+    assert base64.urlsafe_b64decode(r.ext_fields["recallHandle"]).decode() == \
+        f"v1 {topic} broker-timer {out + 1} U-h"
     # Due already: a plain message, in its topic at once, TIMER_* kept, nothing added.
     r = await send(client, addr, topic, b"past", props={"TIMER_DELIVER_MS": "1", "UNIQ_KEY": "U-past"})
-    assert r.code == ResponseCode.SUCCESS
+    assert r.code == ResponseCode.SUCCESS and "recallHandle" not in (r.ext_fields or {})
     h = SendMessageResponseHeader.from_ext_fields(r.ext_fields)
     [plain] = await next_messages(client, addr, topic, h.queue_id, 0, within=5.0)
     assert plain.properties["TIMER_DELIVER_MS"] == "1" and "TIMER_OUT_MS" not in plain.properties
