@@ -740,8 +740,6 @@ class PushConsumer:
         if isinstance(exc, MQBrokerError) and exc.code == ResponseCode.FLOW_CONTROL:
             self._pull_later(req, PULL_DELAY_BROKER_FLOW_CONTROL)
             return
-        if not isinstance(exc, MQBrokerError):
-            return  # BROKEN
         if isinstance(exc, MQBrokerError) and exc.code in _SUBSCRIPTION_LOST \
                 and self.instance is not None:
             self.instance.heartbeat_soon()  # the broker learns the subscription again
