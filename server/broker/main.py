@@ -110,7 +110,8 @@ def main(argv: list[str] | None = None) -> int:
     # -D: rocketmq.home.dir (else ROCKETMQ_HOME), rocketmq.acl.plain.file, tls.* (upstream's
     # JVM system properties; see server/broker/acl/ and protocol/tls.py)
     broker = BrokerController(config, store_config, host=args.host, metrics=metrics,
-                              system_properties=system_properties(args))
+                              system_properties=system_properties(args),
+                              config_path=args.config_file)
 
     async def start() -> None:
         try:

@@ -4,15 +4,23 @@
 
 * GET_BROKER_CONFIG: header ``version`` = the configuration's DataVersion as JSON
   (``{"counter":0,"timestamp":...}`` at boot, frame 1089), body = ``key=value`` lines of
-  the broker and store options plus any unknown keys set by UPDATE_BROKER_CONFIG.
+  the broker and store options plus the stock keys we do not implement, from the ``-c``
+  file or set by UPDATE_BROKER_CONFIG.
 * UPDATE_BROKER_CONFIG: body = properties text, checked whole by ``config_update`` before
   anything changes: an unknown key, a value that does not parse or is out of range, and
   the store-layout and identity keys (segment sizes, paths, flush type; names, id, port)
   answer SYSTEM_ERROR naming the key, where upstream answers SUCCESS and sometimes breaks
   (see ``config_update``). Our keys update the live records; stock keys we do not
-  implement are kept and shown by GET_BROKER_CONFIG. The DataVersion moves on; a
-  ``brokerPermission`` change also moves the topic DataVersion on and re-registers with
-  every nameserver.
+  implement are kept and shown by GET_BROKER_CONFIG. The DataVersion moves on, and, as
+  upstream's ``Configuration.update`` then ``persist()``, the whole configuration is
+  written over the ``-c`` file (``persisted_config_text``: every key GET_BROKER_CONFIG
+  shows, the configured ``listenPort`` rather than the one a 0 bound, then the file's other
+  keys as they were), atomically with the previous content kept as ``<file>.bak``
+  (``MixAll.string2File``), so the change survives a restart; a failed write is logged
+  (``broker.config_persist_failed``) and the answer stays SUCCESS, as upstream's. Without
+  ``-c`` nothing is written (upstream writes ``~/store/config/broker.properties``, which
+  no start reads). A ``brokerPermission`` change also moves the topic DataVersion on and
+  re-registers with every nameserver.
 * GET_BROKER_RUNTIME_INFO: KVTable with every key of ``prepareRuntimeInfo`` +
   ``StoreStatsService.getRuntimeInfo`` (all values strings; docs/PROTOCOL.md 4.11).
 * GET_ALL_TOPIC_CONFIG, GET_TOPIC_STATS_INFO (one entry per write queue; TOPIC_NOT_EXIST
@@ -28,10 +36,13 @@ Success answers carry no remark, as upstream's ``setRemark(null)``.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from aiorocketmq.client.atomic_file import AtomicFileWriter
 from aiorocketmq.logs import get_logger
 from aiorocketmq.protocol.bodies import (
     BrokerStatsData,
@@ -58,9 +69,10 @@ from aiorocketmq.protocol.headers import (
     GetTopicStatsInfoRequestHeader,
     ViewBrokerStatsDataRequestHeader,
 )
+from aiorocketmq.server.runtime import read_properties_file
 
-from ..config import store_config_to_properties
-from ..config_update import plan_config_update
+from ..config import store_config_to_properties, unknown_broker_keys
+from ..config_update import STOCK_BROKER_KEYS, plan_config_update
 from ..stats import BrokerStatsManager
 
 if TYPE_CHECKING:
@@ -100,7 +112,18 @@ class AdminBrokerStatsProcessor:
         self._b = broker
         self.stats = broker_stats_of(broker)
         self.config_version = DataVersion()  # upstream Configuration.dataVersion, counter 0 at boot
+        # Stock keys we do not implement: from the -c file, then UPDATE_BROKER_CONFIG.
         self.extra_config: dict[str, str] = {}
+        path = getattr(broker, "config_path", None)
+        self._config_writer = (AtomicFileWriter(Path(path), backup=True)
+                               if path is not None else None)
+        if path is not None:
+            try:
+                props = read_properties_file(path)
+            except (OSError, UnicodeError):
+                props = {}
+            self.extra_config.update((key, props[key]) for key, _ in unknown_broker_keys(props)
+                                     if key in STOCK_BROKER_KEYS)
 
     def handlers(self) -> dict[int, Handler]:
         return {
@@ -141,10 +164,45 @@ class AdminBrokerStatsProcessor:
                             reason=str(exc)[:300])
                 return request.create_response(ResponseCode.SYSTEM_ERROR, str(exc))
             self.config_version.next_version()
+            await self.persist_config()
             if "brokerPermission" in props:
                 self._b.topics.data_version.next_version()
                 await self._b.namesrv.register_broker_all()
         return request.create_response(ResponseCode.SUCCESS)
+
+    def persisted_config_text(self) -> str:
+        """What ``persist_config`` writes: ``config_text`` with the configured listen port
+        and without unset values, then the keys of the file on disk it does not hold."""
+        b = self._b
+        config = dataclasses.replace(b.config, listen_port=getattr(
+            b, "requested_listen_port", b.config.listen_port))
+        text = (config.to_properties() + store_config_to_properties(b.store_config)
+                + properties_to_string(self.extra_config))
+        path = getattr(b, "config_path", None)
+        try:
+            on_disk = read_properties_file(path) if path is not None else {}
+        except (OSError, UnicodeError):
+            on_disk = {}
+        written = string_to_properties(text)
+        # An unset value (namesrvAddr None renders as "") is left out, as upstream's
+        # object2Properties leaves out nulls, unless the file had the key.
+        persisted = {k: v for k, v in written.items() if v != "" or k in on_disk}
+        persisted.update((k, v) for k, v in on_disk.items() if k not in written)
+        return properties_to_string(persisted)
+
+    async def persist_config(self) -> None:
+        """``Configuration.persist``: the whole configuration over the ``-c`` file (module
+        docstring); nothing without one. A failure is logged, not raised."""
+        writer = self._config_writer
+        if writer is None:
+            return
+        try:
+            await writer.write(lambda: self.persisted_config_text().encode("utf-8"))
+        except OSError as exc:
+            log.error("broker.config_persist_failed", path=str(writer.path),
+                      error=f"{exc.__class__.__name__}: {exc}")
+            return
+        log.info("broker.config_persisted", path=str(writer.path))
 
     def _apply(self, props: dict[str, str]) -> None:
         """Check every key first (``config_update``), then assign: a refused key changes nothing."""
