@@ -25,8 +25,12 @@ Starts a nameserver and two broker groups (``soak-a``, ``soak-b``: ``mqnamesrv``
 Every ``--interval`` seconds one row (a Markdown table) gives the window's operations, send
 failures and consumed messages, p99 latencies (sync send, transaction, and end to end from
 the producer's born timestamp to the listener, for plain first deliveries), and per process
-(``a``, ``b``, the nameserver ``ns``, this client ``cl``) RSS in MiB, open file descriptors
-and asyncio tasks (the servers' from their ``rocketmq_event_loop_tasks`` gauge). At the end
+(``a``, ``b``, the nameserver ``ns``, this client ``cl``) anonymous RSS in MiB (``RssAnon``:
+heap and stacks, where a leak shows), open file descriptors and asyncio tasks (the
+servers' from their ``rocketmq_event_loop_tasks`` gauge); for ``soak-a`` also its
+file-backed RSS (``RssFile``), which grows with the store: the commit log and consume
+queues are mapped files, every written page of them stays resident until the kernel
+needs it back, as with stock's mapped files. At the end
 traffic stops, the consumers drain (at most ``--drain-seconds``) and a ``SOAK`` line gives
 what was acknowledged and not consumed (``lost``), rolled-back transactions that were
 delivered, and send failures outside the restart windows (a window runs from the restart's
@@ -272,17 +276,19 @@ def broker_server(workdir: Path, name: str, namesrv: str) -> Server:
     return Server(name, argv, BROKER_READY, d / "broker.log")
 
 
-def rss_mib(pid: int | None) -> float | None:
+def rss_mib(pid: int | None) -> tuple[float | None, float | None]:
+    """(anonymous, file-backed) resident MiB of ``pid`` (``RssAnon``, ``RssFile``)."""
     if pid is None:
-        return None
+        return None, None
+    found: dict[str, float] = {}
     try:
         with open(f"/proc/{pid}/status") as f:
             for line in f:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) / 1024
+                if line.startswith(("RssAnon:", "RssFile:")):
+                    found[line.split(":")[0]] = int(line.split()[1]) / 1024
     except OSError:
-        return None
-    return None
+        pass
+    return found.get("RssAnon"), found.get("RssFile")
 
 
 def open_fds(pid: int | None) -> int | None:
@@ -346,8 +352,8 @@ class Options:
 
 
 COLUMNS = ("t", "ops", "fail", "cons", "send p99 ms", "tx p99 ms", "e2e p99 ms",
-           "a MiB", "a fd", "a tasks", "b MiB", "b fd", "b tasks",
-           "ns MiB", "ns fd", "ns tasks", "cl MiB", "cl fd", "cl tasks")
+           "a anon MiB", "a file MiB", "a fd", "a tasks", "b anon MiB", "b fd", "b tasks",
+           "ns anon MiB", "ns fd", "ns tasks", "cl anon MiB", "cl fd", "cl tasks")
 
 
 def _fmt(v: float | int | None, digits: int = 0) -> str:
@@ -550,14 +556,15 @@ class Soak:
                                      scrape_tasks(b.metrics_address if b.pid else None),
                                      scrape_tasks(ns.metrics_address))
         me = os.getpid()
+        a_anon, a_file = rss_mib(a.pid)
         cells = [
             self._clock(), str(w.ops), str(w.failed), str(w.consumed),
             _fmt(percentile(w.send_ms, 99), 1), _fmt(percentile(w.tx_ms, 99), 1),
             _fmt(percentile(w.e2e_ms, 99), 1),
-            _fmt(rss_mib(a.pid), 1), _fmt(open_fds(a.pid)), _fmt(tasks[0]),
-            _fmt(rss_mib(b.pid), 1), _fmt(open_fds(b.pid)), _fmt(tasks[1]),
-            _fmt(rss_mib(ns.pid), 1), _fmt(open_fds(ns.pid)), _fmt(tasks[2]),
-            _fmt(rss_mib(me), 1), _fmt(open_fds(me)), _fmt(len(asyncio.all_tasks())),
+            _fmt(a_anon, 1), _fmt(a_file, 1), _fmt(open_fds(a.pid)), _fmt(tasks[0]),
+            _fmt(rss_mib(b.pid)[0], 1), _fmt(open_fds(b.pid)), _fmt(tasks[1]),
+            _fmt(rss_mib(ns.pid)[0], 1), _fmt(open_fds(ns.pid)), _fmt(tasks[2]),
+            _fmt(rss_mib(me)[0], 1), _fmt(open_fds(me)), _fmt(len(asyncio.all_tasks())),
         ]
         self.rows += 1
         print("| " + " | ".join(cells) + " |", flush=True)

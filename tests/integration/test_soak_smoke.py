@@ -77,6 +77,7 @@ def test_soak_two_minutes(tmp_path: Path) -> None:
     # this client): the second row (past start-up) against the last.
     first, last = rows[1], rows[-1]
     for who in ("a", "ns", "cl"):
-        assert _num(last, f"{who} MiB") <= _num(first, f"{who} MiB") * 1.5 + 30, (who, shown)
+        assert _num(last, f"{who} anon MiB") <= _num(first, f"{who} anon MiB") * 1.5 + 30, \
+            (who, shown)
         assert _num(last, f"{who} fd") <= _num(first, f"{who} fd") + 20, (who, shown)
         assert _num(last, f"{who} tasks") <= _num(first, f"{who} tasks") + 60, (who, shown)
