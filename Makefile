@@ -42,7 +42,14 @@ java-tools:
 	@command -v java >/dev/null || { echo "java-deps: 'java' (JDK 17) is not on PATH; install it to build the stock RocketMQ harness" >&2; exit 1; }
 	@command -v mvn >/dev/null || { echo "java-deps: 'mvn' (Maven 3) is not on PATH; install it to build the stock RocketMQ harness" >&2; exit 1; }
 
-java-deps: $(JAVA_DIR)/target/.built
+# Stock Apache RocketMQ 5.3.3 + its producer driver, a pom of its own (the 4.9.7 classpath above
+# stays as it is), for the timer-message comparison in tests/interop/test_stock_timer.py.
+JAVA5_DIR := $(INTEROP)/java5
+$(JAVA5_DIR)/target/.built: $(JAVA5_DIR)/pom.xml $(wildcard $(JAVA5_DIR)/src/main/java/io/aiorocketmq/interop5/*.java) | java-tools
+	mvn -q -B -Dstyle.color=never -f $(JAVA5_DIR)/pom.xml -DskipTests package dependency:build-classpath -Dmdep.outputFile=$(CURDIR)/$(JAVA5_DIR)/target/classpath.txt
+	touch $@
+
+java-deps: $(JAVA_DIR)/target/.built $(JAVA5_DIR)/target/.built
 
 # Debian's chromium for tests/browser (driven by Playwright with executable_path; never
 # `playwright install`, which downloads its own browser).
