@@ -20,7 +20,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,16 +30,31 @@ from typing import Protocol
 
 import pytest
 
-from aiorocketmq.client import ClientConfig, Message, Producer
+from aiorocketmq.client import (
+    ClientConfig,
+    ConsumeConcurrentlyStatus,
+    ConsumeFromWhere,
+    Message,
+    MessageExt,
+    Producer,
+    PushConsumer,
+)
 from aiorocketmq.client.remoting import RemotingClient
-from aiorocketmq.protocol.bodies import KVTable, TopicRouteData
+from aiorocketmq.protocol.bodies import (
+    KVTable,
+    RegisterBrokerBody,
+    TopicConfigSerializeWrapper,
+    TopicRouteData,
+)
 from aiorocketmq.protocol.codes import RequestCode, ResponseCode
 from aiorocketmq.protocol.command import RemotingCommand
 from aiorocketmq.protocol.errors import RemotingError
+from aiorocketmq.protocol.headers import RegisterBrokerRequestHeader
 from aiorocketmq.protocol.message import decode_message, decode_messages, decode_offset_msg_id
 from tests.faultproxy import ThreadedFaultProxy
 from tests.integration.test_broker_send_pull import pull, pull_header, route, send
 from tests.interop.stock import free_port
+from tests.logs import capture_logs
 from tests.procs import ServerProcess, broker_process, namesrv_process
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
@@ -328,6 +345,8 @@ class PacedProducer:
                 pass
 
     async def stop(self) -> None:
+        if self._stop.is_set():
+            return
         self._stop.set()
         if self._task is not None:
             await self._task
@@ -480,6 +499,209 @@ async def test_broker_namesrv_partition(tmp_path: Path, server_factory: Factory)
             assert report.expired_after >= (OUR_EXPIRY_MS - REGISTER_PERIOD_MS) / 1000, report.describe()
             await check_all_stored(client, {"broker-a": a.address, "broker-b": b.address}, report.sends)
         finally:
-            if producer is not None and producer._task is not None and not producer._task.done():
+            if producer is not None:
                 await producer.stop()
             await client.close()
+
+
+# -- 3. client <-> broker black hole ------------------------------------------------------------
+
+BH_TOPIC = "FaultBh"
+BLACKHOLE_S = 40.0  # longer than a pull's timeout (30 s) and many send timeouts
+SEND_TIMEOUT_MS = 3000
+PULL_BATCH = 32
+RESUME_WITHIN = 30.0
+
+
+class Registrar:
+    """Registers ``broker_name`` (master) with ``namesrv`` under ``advertised`` every
+    ``period`` seconds, with the topic table read from the broker at ``real``."""
+
+    def __init__(self, namesrv: str, real: str, advertised: str, broker_name: str,
+                 period: float = 3.0) -> None:
+        self.namesrv, self.real, self.advertised, self.broker_name = namesrv, real, advertised, broker_name
+        self.period = period
+        self.client = RemotingClient()
+        self.registered = 0
+        self._task: asyncio.Task[None] | None = None
+
+    async def register(self) -> None:
+        r = await self.client.invoke(self.real, RemotingCommand.create_request(RequestCode.GET_ALL_TOPIC_CONFIG),
+                                     SEND_TIMEOUT)
+        assert r.code == ResponseCode.SUCCESS, r.remark
+        body = RegisterBrokerBody(TopicConfigSerializeWrapper.decode(r.body or b""), []).encode()
+        header = RegisterBrokerRequestHeader(
+            broker_name=self.broker_name, broker_addr=self.advertised, cluster_name="DefaultCluster",
+            ha_server_addr=self.advertised, broker_id=0, body_crc32=zlib.crc32(body) & 0x7FFFFFFF)
+        r = await self.client.invoke(self.namesrv, RemotingCommand.create_request(
+            RequestCode.REGISTER_BROKER, header.to_ext_fields(), body), SEND_TIMEOUT)
+        assert r.code == ResponseCode.SUCCESS, r.remark
+        self.registered += 1
+
+    async def start(self) -> Registrar:
+        await self.register()
+        self._task = asyncio.create_task(self._run())
+        return self
+
+    async def _run(self) -> None:
+        for _ in range(10_000):
+            await asyncio.sleep(self.period)
+            await self.register()
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        await self.client.close()
+
+
+class Receipts(Protocol):
+    def keys(self) -> list[str]: ...
+
+
+class OurConsumer:
+    """Our PushConsumer recording every delivery's key."""
+
+    def __init__(self, namesrv: str, topic: str, group: str = "FaultCG") -> None:
+        self.consumer = PushConsumer(group, config=ClientConfig(
+            namesrv_addr=namesrv, client_ip="127.0.0.1", poll_name_server_interval_ms=1000,
+            heartbeat_broker_interval_ms=5000), consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
+            pull_batch_size=PULL_BATCH)
+        self.consumer.subscribe(topic, "*")
+        self.consumer.register_message_listener(self._listener)
+        self._keys: list[str] = []
+
+    async def _listener(self, msgs: list[MessageExt], ctx: object) -> ConsumeConcurrentlyStatus:
+        self._keys += [m.keys or "" for m in msgs]
+        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+    def keys(self) -> list[str]:
+        return list(self._keys)
+
+    async def start(self) -> OurConsumer:
+        await self.consumer.start()
+        return self
+
+    async def stop(self) -> None:
+        await self.consumer.shutdown()
+
+
+@dataclass
+class BlackholeReport:
+    sends: list[SendRecord] = field(default_factory=list)
+    during: list[SendRecord] = field(default_factory=list)  # sends begun in the black hole
+    received: list[str] = field(default_factory=list)
+    received_during: int = 0  # deliveries in the black hole (from broker-b)
+    a_after_heal: list[str] = field(default_factory=list)  # keys acknowledged by broker-a after it
+    resumed_after: float = 0.0  # seconds from those acknowledgements to their consumption
+
+    def failures(self) -> list[SendRecord]:
+        return [r for r in self.sends if r.broker is None]
+
+    def duplicates(self) -> int:
+        return len(self.received) - len(set(self.received))
+
+    def describe(self) -> str:
+        by: dict[str | None, int] = {}
+        for r in self.during:
+            by[r.broker] = by.get(r.broker, 0) + 1
+        failed = self.failures()
+        slowest = max((r.seconds for r in self.sends), default=0.0)
+        return (f"{len(self.sends)} sends, {len(failed)} failed "
+                f"(took {sorted({round(r.seconds, 1) for r in failed})} s: "
+                f"{sorted({(r.error or '')[:60] for r in failed})[:3]}); in the black hole per broker {by}; "
+                f"slowest send {slowest:.2f}s; {len(self.received)} deliveries of "
+                f"{len(set(self.received))} keys ({self.duplicates()} duplicates), "
+                f"{self.received_during} during the black hole; "
+                f"{len(self.a_after_heal)} acknowledged by broker-a after the heal, consumed "
+                f"{self.resumed_after:.1f}s later")
+
+
+async def blackhole_client_and_broker(proxy: ThreadedFaultProxy, sends: SendLog,
+                                      receipts: Receipts) -> BlackholeReport:
+    """Traffic through both brokers, then broker-a black-holed for BLACKHOLE_S, then healed
+    until sends to broker-a are acknowledged and consumed again. The caller stops the
+    producer, waits for the consumer and checks."""
+    report = BlackholeReport()
+    await wait_for(lambda: {"broker-a", "broker-b"} <= {r.broker for r in sends.records()[-20:]},
+                   "sends to both brokers", 90)
+    await wait_for(lambda: _consumed_from_both(sends, receipts), "the consumer on both brokers", 90)
+
+    proxy.blackhole()
+    began = len(sends.records())
+    received_before = len(receipts.keys())
+    await asyncio.sleep(BLACKHOLE_S)
+    report.received_during = len(receipts.keys()) - received_before
+    assert proxy.stats().held_up > 0, "the clients sent broker-a nothing in the black hole"
+
+    proxy.heal()
+    healed = len(sends.records())
+    report.during = sends.records()[began:healed]
+    await wait_for(lambda: len([r for r in sends.records()[healed:] if r.broker == "broker-a"]) >= 10,
+                   "sends to broker-a after the heal", 60)
+    report.a_after_heal = [r.key for r in sends.records()[healed:] if r.broker == "broker-a"]
+    # The consumer pulls from broker-a again: a failed pull is retried after
+    # pullTimeDelayMillsWhenException, not left to the rebalance's 120 s idle-queue expiry.
+    report.resumed_after = await wait_for(lambda: set(report.a_after_heal) <= set(receipts.keys()),
+                                          "the consumer to resume on broker-a", RESUME_WITHIN)
+    return report
+
+
+def _consumed_from_both(sends: SendLog, receipts: Receipts) -> bool:
+    got = set(receipts.keys())
+    return all(any(r.key in got for r in sends.records() if r.broker == name)
+               for name in ("broker-a", "broker-b"))
+
+
+async def wait_consumed(report: BlackholeReport, receipts: Receipts, timeout: float = 90) -> None:
+    acked = {r.key for r in report.sends if r.broker is not None}
+    await wait_for(lambda: acked <= set(receipts.keys()), "every acknowledged message consumed", timeout)
+    report.received = receipts.keys()
+
+
+def check_blackhole(report: BlackholeReport, send_timeout_ms: int = SEND_TIMEOUT_MS) -> None:
+    timeout = send_timeout_ms / 1000
+    assert report.during, "no send in the black hole"
+    for r in report.sends:
+        # A hang detector: the producer's budget covers every attempt of a send().
+        assert r.seconds < 2 * timeout, (r, report.describe())
+    for r in report.failures():
+        assert r.seconds >= 0.9 * timeout, (r, report.describe())  # timed out, not refused early
+    # broker-b went on taking sends and the consumer went on with broker-b's messages.
+    assert any(r.broker == "broker-b" for r in report.during), report.describe()
+    assert report.received_during > 0, report.describe()
+    # At-least-once: a key is delivered again only when a send's answer was lost (it may be
+    # stored without an acknowledgement) or a consumed batch's offset was not committed.
+    assert report.duplicates() <= len(report.failures()) + 4 * PULL_BATCH, report.describe()
+
+
+async def test_client_broker_blackhole(tmp_path: Path, server_factory: Factory) -> None:
+    hidden = server_factory(namesrv_process(tmp_path, name="namesrv-a"))  # broker-a's own
+    namesrv = server_factory(namesrv_process(tmp_path))
+    a = server_factory(broker_process(tmp_path, hidden.address, name="broker-a", conf=broker_conf("broker-a")))
+    b = server_factory(broker_process(tmp_path, namesrv.address, name="broker-b", conf=broker_conf("broker-b")))
+    client = RemotingClient()
+    with ThreadedFaultProxy(a.address) as proxy:
+        for addr in (a.address, b.address):
+            await create_topic(client, addr, BH_TOPIC)
+        registrar = await Registrar(namesrv.address, a.address, proxy.address, "broker-a").start()
+        consumer = await OurConsumer(namesrv.address, BH_TOPIC).start()
+        producer = await PacedProducer(namesrv.address, BH_TOPIC, send_timeout_ms=SEND_TIMEOUT_MS).start()
+        try:
+            with capture_logs("aiorocketmq.client.push_consumer") as events:
+                report = await blackhole_client_and_broker(proxy, producer, consumer)
+                await producer.stop()
+                report.sends = producer.records()
+                await wait_consumed(report, consumer)
+        finally:
+            await producer.stop()
+            await consumer.stop()
+            await registrar.stop()
+            await client.close()
+        failed_pulls = [e["error"] for e in events if e["event"] == "client.push_consumer.pull_exception"
+                        and "broker-a" in e["mq"]]
+        print(f"ours: {report.describe()}; {len(failed_pulls)} failed pulls from broker-a "
+              f"({sorted({e.split('(')[0] for e in failed_pulls})}); proxy {proxy.stats()}")
+    check_blackhole(report)
+    assert failed_pulls, "no pull from broker-a failed in the black hole"

@@ -14,6 +14,9 @@ same harness (tests/faultproxy.py), with the same settings and the same checks.
    the stock producer moves to broker-b without a failed send, and broker-a registers again
    within a registration period of the heal. Ours does the same with the expiry configurable
    (``brokerChannelExpiredTime``; 15 s in the test).
+3. Client <-> broker black hole, stock brokers with a stock producer (produce-paced) and a
+   stock push consumer (consume-push), behind the same registrar and proxy (our nameservers:
+   the fault is between clients and broker).
 """
 
 from __future__ import annotations
@@ -26,10 +29,16 @@ import pytest
 from aiorocketmq.client.remoting import RemotingClient
 from tests.faultproxy import ThreadedFaultProxy
 from tests.integration.test_faults_network import (
+    BH_TOPIC,
     NS_TOPIC,
+    SEND_TIMEOUT_MS,
+    Factory,
+    Registrar,
     SendRecord,
+    blackhole_client_and_broker,
     broker_conf,
     check_all_stored,
+    check_blackhole,
     check_partition_answers,
     check_stores,
     create_topic,
@@ -38,9 +47,10 @@ from tests.integration.test_faults_network import (
     partition_master_and_slave,
     partition_summary,
     wait_caught_up,
+    wait_consumed,
 )
 from tests.interop.stock import DriverProcess, JavaServer
-from tests.procs import ServerProcess
+from tests.procs import ServerProcess, namesrv_process
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(300)]
 
@@ -128,3 +138,42 @@ async def test_stock_broker_namesrv_partition(tmp_path: Path, stock_namesrv: Cal
             await check_all_stored(client, {"broker-a": a.address, "broker-b": b.address}, report.sends)
         finally:
             await client.close()
+
+
+class DriverReceipts:
+    """The keys a stock push consumer driver received, one per delivery."""
+
+    def __init__(self, driver: DriverProcess) -> None:
+        self.driver = driver
+
+    def keys(self) -> list[str]:
+        return [e.get("keys") or "" for e in self.driver.events() if e.get("event") == "received"]
+
+
+async def test_stock_client_broker_blackhole(tmp_path: Path, namesrv: ServerProcess, server_factory: Factory,
+                                             stock_broker: Callable[..., JavaServer],
+                                             java_driver: Callable[..., DriverProcess]) -> None:
+    hidden = server_factory(namesrv_process(tmp_path, name="namesrv-a"))  # broker-a's own
+    a = stock_broker(hidden.address, name="broker-a", conf=broker_conf("broker-a"))
+    b = stock_broker(namesrv.address, name="broker-b", conf=broker_conf("broker-b"))
+    client = RemotingClient()
+    with ThreadedFaultProxy(a.address) as proxy:
+        for addr in (a.address, b.address):
+            await create_topic(client, addr, BH_TOPIC)
+        registrar = await Registrar(namesrv.address, a.address, proxy.address, "broker-a").start()
+        consumer = java_driver("consume-push", namesrv=namesrv.address, name="bh-consumer", topic=BH_TOPIC,
+                               group="FaultCG", count=0, timeout_ms=240_000, pull_batch_size=32)
+        receipts = DriverReceipts(consumer)
+        sends = paced_driver(java_driver, tmp_path, namesrv.address, BH_TOPIC, name="bh-paced",
+                             timeout_ms=240_000, send_timeout_ms=SEND_TIMEOUT_MS)
+        try:
+            report = await blackhole_client_and_broker(proxy, sends, receipts)
+            report.sends = sends.stop()
+            await wait_consumed(report, receipts)
+        finally:
+            consumer.kill()
+            consumer.wait(10)
+            await registrar.stop()
+            await client.close()
+        print(f"stock 4.9.7: {report.describe()}; proxy {proxy.stats()}")
+    check_blackhole(report)
