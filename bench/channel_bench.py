@@ -29,11 +29,11 @@ from typing import cast
 if __package__ in (None, ""):  # run as a script: make the repo root importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from aiorocketmq.bench._frames import frame_bytes, frames_where
 from aiorocketmq.protocol.channel import Channel
 from aiorocketmq.protocol.codes import RequestCode
 from aiorocketmq.protocol.command import RemotingCommand
 from aiorocketmq.server.remoting import RemotingServer
-from tests.vectors import frame_bytes, frames_where
 
 try:
     import uvloop

@@ -24,11 +24,11 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a script: make the repo root importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from aiorocketmq.bench._frames import body_bytes, frame_bytes, frames_where
 from aiorocketmq.protocol import command as command_module
 from aiorocketmq.protocol.codes import RequestCode, SerializeType
 from aiorocketmq.protocol.command import RemotingCommand
 from aiorocketmq.protocol.frame import FrameDecoder
-from tests.vectors import body_bytes, frame_bytes, frames_where
 
 _INT = struct.Struct(">i")
 

@@ -1,7 +1,7 @@
 """Our broker and client beside stock Apache RocketMQ 4.9.7, on one machine, in one run.
 
 Starts our nameserver + broker and the stock 4.9.7 nameserver + broker (Maven Central
-jars built by ``make java-deps``; ``tests/interop/stock.py`` starts them), preloads one
+jars built by ``make java-deps``; ``bench/_stock.py`` starts them), preloads one
 backlog topic on each broker with batch sends, then runs every scenario for every
 (client, broker) pair, ``--runs`` times, rotating the order of the pairs each round:
 
@@ -151,7 +151,7 @@ class Clients:
     """Runs one client process per measurement and returns its Sample."""
 
     def __init__(self, tmp: Path, args: argparse.Namespace) -> None:
-        from tests.interop.stock import CLIENT_HEAP, jvm_args, require_java
+        from aiorocketmq.bench._stock import CLIENT_HEAP, jvm_args, require_java
 
         self.tmp = tmp
         self.args = args
@@ -282,8 +282,8 @@ def client_main(argv: Sequence[str]) -> int:
 
 @contextmanager
 def brokers(tmp: Path, args: argparse.Namespace) -> Iterator[dict[str, Broker]]:
-    from tests.interop.stock import start_stock_broker, start_stock_namesrv, stop_all
-    from tests.procs import broker_process, namesrv_process
+    from aiorocketmq.bench._procs import broker_process, namesrv_process
+    from aiorocketmq.bench._stock import start_stock_broker, start_stock_namesrv, stop_all
 
     started: list[Any] = []
     try:

@@ -13,7 +13,7 @@ For each pair (a SYNC_MASTER and its SLAVE on 127.0.0.1, one nameserver of ours)
 * ``catch-up``: MB/s at which a slave that was stopped while ``--catchup-mb`` were written
   copies them once restarted.
 
-The stock pair needs a source checkout with ``make java-deps`` (tests/interop/stock.py);
+The stock pair needs Java 17 and the harness ``make java-deps`` builds (``bench/_stock.py``);
 ``--no-stock`` measures ours only. Nothing here asserts a duration.
 """
 
@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import statistics
-import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -44,13 +43,9 @@ SEGMENT = 256 * 1024 * 1024
 
 
 def _checkout() -> Any:
-    """tests.procs and tests.interop.stock: the process helpers of a source checkout."""
-    root = Path(__file__).resolve().parents[1]
-    if not (root / "tests" / "procs.py").is_file():
-        raise SystemExit("ha_bench: run it from a source checkout (it starts servers with tests/procs.py)")
-    sys.path.insert(0, str(root))
-    import tests.interop.stock as stock
-    import tests.procs as procs
+    """The process helpers: ours (``bench._procs``) and stock's (``bench._stock``)."""
+    from aiorocketmq.bench import _procs as procs
+    from aiorocketmq.bench import _stock as stock
     return procs, stock
 
 

@@ -1,7 +1,7 @@
 """How cost grows with topics, stored messages, connections and group size; ours beside stock.
 
 Four measurements, each printed as a table (ours and the stock 4.9.7 servers from the
-Maven cache, started by ``tests/interop/stock.py``, on the same machine, one after the
+Maven cache, started by ``bench/_stock.py``, on the same machine, one after the
 other):
 
 (a) ``--topics 1000,10000,50000``: one REGISTER_BROKER carrying N topics (8 queues each)
@@ -83,11 +83,11 @@ class Side:
 
     def start_namesrv(self) -> str:
         if self.side == "ours":
-            from tests.procs import namesrv_process
+            from aiorocketmq.bench._procs import namesrv_process
 
             self.namesrv = namesrv_process(self.tmp, "--log-level", "WARNING").start()
         else:
-            from tests.interop.stock import start_stock_namesrv
+            from aiorocketmq.bench._stock import start_stock_namesrv
 
             self.namesrv = start_stock_namesrv(self.tmp, jvm_extra=STOCK_SERVER_JVM)
         return str(self.namesrv.address)
@@ -97,12 +97,12 @@ class Side:
         conf = {"mappedFileSizeCommitLog": str(256 * 1024 * 1024),
                 "autoCreateTopicEnable": "true", **conf}
         if self.side == "ours":
-            from tests.procs import broker_process
+            from aiorocketmq.bench._procs import broker_process
 
             conf.setdefault("mappedFileSizeConsumeQueue", str(20 * 300_000))
             return broker_process(self.tmp, self.namesrv.address, name=name, conf=conf,
                                   extra=("--log-level", "WARNING"))
-        from tests.interop.stock import stock_broker_process
+        from aiorocketmq.bench._stock import stock_broker_process
 
         return stock_broker_process(self.tmp, self.namesrv.address, name=name, conf=conf,
                                     jvm_extra=STOCK_SERVER_JVM)

@@ -199,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
     broker_pid: int | None = None
     name_server = args.name_server
     if name_server is None:
-        from tests.procs import broker_process, namesrv_process
+        from aiorocketmq.bench._procs import broker_process, namesrv_process
 
         tmp = Path(tempfile.mkdtemp(prefix="spark-bench-"))
         ns = namesrv_process(tmp).start()

@@ -195,3 +195,59 @@ def test_the_readme_wheel_install_with_an_extra_resolves(wheel: Path, tmp_path: 
                            "--disable-pip-version-check", f"{wheel}[dashboard]"],
                           cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert "aiohttp" in proc.stdout + proc.stderr, proc.stdout + proc.stderr
+
+
+def test_nothing_in_the_wheel_imports_the_test_suite(wheel: Path) -> None:
+    # The benchmarks used to import tests.procs, tests.interop.stock and tests.vectors,
+    # which a wheel does not have: they failed from an installed package.
+    import ast
+
+    offenders = []
+    with zipfile.ZipFile(wheel) as zf:
+        for name in zf.namelist():
+            if not name.endswith(".py"):
+                continue
+            for node in ast.walk(ast.parse(zf.read(name), name)):
+                modules = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                           else [node.module or ""] if isinstance(node, ast.ImportFrom)
+                           and node.level == 0 else [])
+                offenders += [f"{name}:{node.lineno} {m}" for m in modules
+                              if m == "tests" or m.startswith("tests.")]
+        assert "aiorocketmq/bench/data/frames.jsonl" in zf.namelist()
+    assert offenders == []
+
+
+BENCH_HELPERS = '''
+import sys, tempfile
+from pathlib import Path
+from aiorocketmq.bench import _procs, _stock
+from aiorocketmq.bench._frames import frame_bytes, frames_where
+
+assert frame_bytes(frames_where(code=310, is_response=False, serialize="JSON")[0]["id"])
+tmp = Path(tempfile.mkdtemp())
+ns = _procs.namesrv_process(tmp).start()
+try:
+    broker = _procs.broker_process(tmp, ns.address).start()
+    print("broker", broker.address)
+    print("stopped", broker.stop())
+finally:
+    ns.stop()
+try:
+    _stock.require_java()
+except _stock.StockHarnessError as exc:
+    print("stock:", exc)
+else:
+    print("stock: found", _stock.JAVA_DIR)
+'''
+
+
+def test_the_benchmarks_run_from_the_wheel(venv: Path, tmp_path: Path) -> None:
+    py = venv / "bin" / "python"
+    codec = run(py, "-m", "aiorocketmq.bench.codec_bench", cwd=tmp_path)
+    assert "decode SEND_MESSAGE_V2 request" in codec.stdout, codec.stdout
+    # The process helpers the benchmarks start servers with, from the installed package.
+    proc = run(py, "-c", BENCH_HELPERS, cwd=tmp_path)
+    assert re.search(r"broker 127\.0\.0\.1:\d+", proc.stdout), proc.stdout
+    assert "stopped 0" in proc.stdout, proc.stdout
+    # The stock side needs the harness a checkout builds, and says how to point at it.
+    assert "stock: " in proc.stdout and "AIOROCKETMQ_STOCK_HARNESS" in proc.stdout, proc.stdout
