@@ -13,8 +13,21 @@
    a producer sending all along moves to broker-b and no send() fails; after the heal
    broker-a registers again (``registerNameServerPeriod``) and the producer sends to it
    again. Every message answered SEND_OK is stored.
+3. Client <-> broker black hole (broker-a's address in the clients' route is the proxy; the
+   sockets stay open, nothing arrives, for longer than a pull's 30 s timeout): each send()
+   that picks broker-a times out at the producer's send timeout, never later, and broker-b
+   goes on taking the others; the push consumer's pulls from broker-a fail and resume
+   within seconds of the heal; every message acknowledged to the producer is consumed, and
+   duplicates stay within what at-least-once allows.
 
-``tests/interop/test_stock_faults_network.py`` runs the same scenarios on stock 4.9.7.
+How clients reach broker-a through the proxy: broker-a registers itself with a nameserver
+no client uses, and a registrar in the test registers it with the clients' nameserver
+under the proxy's address, with the topic table it reads from broker-a (as a broker behind
+a NAT or a load balancer advertises the address clients can reach). broker-b registers
+directly. The same works for stock brokers.
+
+``tests/interop/test_stock_faults_network.py`` runs the same scenarios on stock 4.9.7 (its
+docstring says what stock does); each scenario is one function used by both.
 """
 
 from __future__ import annotations

@@ -16,7 +16,14 @@ same harness (tests/faultproxy.py), with the same settings and the same checks.
    (``brokerChannelExpiredTime``; 15 s in the test).
 3. Client <-> broker black hole, stock brokers with a stock producer (produce-paced) and a
    stock push consumer (consume-push), behind the same registrar and proxy (our nameservers:
-   the fault is between clients and broker).
+   the fault is between clients and broker). Stock does what ours does: a send() that picks
+   one of broker-a's queues fails when its whole budget (sendMsgTimeout, 3 s) is spent on the
+   one attempt (``RemotingTooMuchRequestException: sendDefaultImpl call timeout``, or
+   MQClientException wrapping the timeout), so nothing is left to retry another broker in
+   that call; with sendLatencyFaultEnable off (the default) the next send() takes the next
+   queue round-robin, so broker-a's four queues fail in a row and broker-b's four succeed.
+   The push consumer resumes on broker-a within a second of the heal; it delivered one or
+   two keys twice in our runs (ours none).
 """
 
 from __future__ import annotations
