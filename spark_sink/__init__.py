@@ -10,7 +10,10 @@ Source options (Spark Kafka source names where the concept is the same):
 ==========================  ============================================================
 ``nameServer``              required, ``host:port[;host:port]``
 ``topic`` / ``topicPattern`` comma-separated topics, or a regex matched (whole name) against
-                            the nameserver's topic list; exactly one of the two
+                            the nameserver's topic list; exactly one of these and ``assign``
+``assign``                  ``{"topic": {"brokerName": [queueId, ...]}}``: read only these
+                            queues (Kafka's assign); a queue not in the route at the start
+                            fails the query
 ``subExpression``           tag expression (``"TagA || TagB"``), default ``*``; applied by
                             the broker and re-checked on the client; or, with
                             ``expressionType=SQL92``, an SQL92 selector over the message
@@ -19,11 +22,24 @@ Source options (Spark Kafka source names where the concept is the same):
 ``expressionType``          ``TAG`` (default) or ``SQL92``: how ``subExpression`` selects
 ``startingOffsets``         ``earliest`` | ``latest`` | ``{"topic":{"broker":{"queueId":n}}}``
                             (-2 earliest, -1 latest); default latest (stream), earliest (batch)
-``startingTimestamp``       ms since the epoch; SEARCH_OFFSET_BY_TIMESTAMP per queue
+``startingTimestamp``       ms since the epoch; SEARCH_OFFSET_BY_TIMESTAMP per queue: the
+                            first offset stored at or after it
+``startingOffsetsByTimestamp``  ``{"topic":{"broker":{"queueId":ms}}}``, per queue; queues
+                            not named start as startingOffsets' default
+``startingOffsetsByTimestampStrategy``  a queue with nothing stored at or after its time:
+                            ``error`` (default: the query fails naming it) or ``latest``
+                            (it starts at its max offset)
 ``endingOffsets``           batch only: ``latest`` (default) or a JSON map as above
+``endingTimestamp``         batch only: read what was stored before it (the first offset
+                            stored at or after it is the end; a queue with none is read
+                            to its max offset); ``endingOffsetsByTimestamp`` per queue
 ``maxOffsetsPerTrigger``    cap per micro-batch, split across queues by backlog
+``maxBytesPerTrigger``      stored bytes per micro-batch (``"10m"``; at least one message),
+                            Spark's ``ReadMaxBytes``; each queue's bytes per offset are
+                            sampled by one pull at its start per trigger
 ``minOffsetsPerTrigger``    wait for this many messages, at most ``maxTriggerDelay`` (15m)
 ``minPartitions``           split large queue ranges into more Spark partitions
+``maxRecordsPerPartition``  no Spark partition reads more offsets of a queue than this
 ``failOnDataLoss``          default true: offsets gone from the broker fail the query with
                             the queue named; false: skip them and log ``spark.data_loss``
 ``pullBatchSize``           messages per pull request (default 32); a broker answers at most
@@ -45,6 +61,12 @@ Source options (Spark Kafka source names where the concept is the same):
                             body that does not decode or a value that does not fit gets
                             null in every bodySchema column (``body`` keeps the bytes) and
                             one ``spark.body_undecodable`` warning per task
+``accessKey`` / ``secretKey``  ACL credentials (source and sink): every request is signed
+``tls``                     ``true``: connect with TLS (source and sink); ``tlsVerify``
+                            checks the servers' certificates against ``tlsCaFile`` (else
+                            the system store); ``tlsCertFile`` / ``tlsKeyFile`` /
+                            ``tlsKeyPassword`` present a client certificate (``ClientConfig``'s
+                            ``tls_*``; paths as the executors see them)
 ==========================  ============================================================
 
 Schema: ``topic string, brokerName string, queueId int, queueOffset long, msgId string,
@@ -53,7 +75,8 @@ bornHost string, reconsumeTimes int`` [``, properties map<string,string>``].
 
 Sink: columns ``body`` (or ``value``; binary or string, required), ``topic``, ``tags``,
 ``keys``, ``properties`` (map), ``queueId``; options ``nameServer``, ``topic``,
-``producerGroup``, ``sendTimeoutMs``, ``async``, ``maxInFlight``, ``bodyFormat``. With
+``producerGroup``, ``sendTimeoutMs``, ``async``, ``maxInFlight``, ``bodyFormat``, and the
+connection's ``accessKey`` / ``secretKey`` / ``tls...`` as on the source. With
 ``bodyFormat=msgpack|json`` there is no body column: every column other than ``body``,
 ``value``, ``topic``, ``tags``, ``keys``, ``properties`` and ``queueId`` is packed into the body
 as one map (binary as base64 and timestamps as ISO-8601 strings in JSON; decimals as exact

@@ -21,6 +21,12 @@ Contract:
   offset moved past what the range needs, or its max offset fell below it) raises
   ``DataLossError`` naming the queue when ``fail_on_data_loss``, else skips what is gone
   and logs ``spark.data_loss``.
+* ``offsets_for_timestamps`` is SEARCH_OFFSET_BY_TIMESTAMP per queue: our broker answers
+  the first offset stored at or after the time, and the queue's max offset when nothing
+  is (stock 4.9.7 answers the nearer neighbour, so against it a time between two messages
+  may start one message early). ``bytes_per_offset`` samples one pull per queue for
+  maxBytesPerTrigger; ``offsets_by_key`` is QUERY_MESSAGE (the broker's key index) for
+  the batch reader's ``keys =`` filter.
 
 Upstream: ``DefaultMQPullConsumerImpl.pullSyncImpl`` (pull flags, docs/PROTOCOL.md 4.2),
 ``RebalanceImpl`` + ``AllocateMessageQueueAveragely`` (6.10), ``MQClientInstance``
@@ -37,7 +43,7 @@ import os
 import re
 import uuid
 from collections import deque
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -56,7 +62,12 @@ from aiorocketmq.protocol.bodies import (
     build_subscription_data,
 )
 from aiorocketmq.protocol.codes import MixAll, Perm, PullSysFlag
-from aiorocketmq.protocol.errors import MQClientError, QueryNotFoundError, RemotingError
+from aiorocketmq.protocol.errors import (
+    MQBrokerError,
+    MQClientError,
+    QueryNotFoundError,
+    RemotingError,
+)
 from aiorocketmq.protocol.headers import (
     PullMessageRequestHeader,
     QueryConsumerOffsetRequestHeader,
@@ -64,6 +75,7 @@ from aiorocketmq.protocol.headers import (
 )
 
 from .offsets import DataLossError, QueueKey
+from .options import TlsOptions, client_config
 from .rows import ARROW_BATCH_ROWS
 
 PulledWindow = tuple[bytes, int]  # a pull body (stored records) and its window's end
@@ -76,6 +88,7 @@ log = get_logger("aiorocketmq.spark")
 T = TypeVar("T")
 
 RAW_PIPELINE = 16  # for RangeReader: 16 x 32 stored records, at most 16 x 256 KiB from a broker
+QUERY_MAX_NUM = 64  # QUERY_MESSAGE answers at most this many (upstream maxMsgsNumBatch)
 _HEARTBEAT_INTERVAL = 20.0  # seconds; the broker drops a client silent for 120 s (6.3)
 _SYSTEM_TOPIC = re.compile(r"^(%RETRY%|%DLQ%|rmq_sys_|RMQ_SYS_)|^(TBW102|SCHEDULE_TOPIC_XXXX|"
                            r"OFFSET_MOVED_EVENT|BenchmarkTest|SELF_TEST_TOPIC)$|_REPLY_TOPIC$")
@@ -99,16 +112,17 @@ class RocketMQLink:
     """Async RocketMQ calls for the connector (see module docstring)."""
 
     def __init__(self, name_server: str, *, timeout_ms: int = 10_000,
-                 credentials: SessionCredentials | None = None) -> None:
+                 credentials: SessionCredentials | None = None,
+                 tls: TlsOptions | None = None) -> None:
         # A unique instance name per link: two queries of one driver process joining the
         # same group must be two consumers (clientId = ip@instance, docs/PROTOCOL.md 4.6).
         instance = f"spark-{os.getpid()}-{uuid.uuid4().hex[:12]}"
-        self.config = ClientConfig(
-            namesrv_addr=name_server, instance_name=instance, mq_client_api_timeout_ms=timeout_ms,
-            access_key=None if credentials is None else credentials.access_key,
-            secret_key=None if credentials is None else credentials.secret_key)
+        self.config: ClientConfig = client_config(
+            name_server, credentials=credentials, tls=tls, instance_name=instance,
+            mq_client_api_timeout_ms=timeout_ms)
         self.client_id = self.config.build_client_id()
-        self.remoting = RemotingClient(rpc_hook=self.config.build_rpc_hook())
+        self.remoting = RemotingClient(rpc_hook=self.config.build_rpc_hook(),
+                                       ssl=self.config.build_ssl_context())
         self.remoting.update_namesrv_address_list(self.config.namesrv_addresses)
         self.api = MQClientAPI(self.remoting, self.config)
         self.timeout = timeout_ms / 1000
@@ -186,8 +200,69 @@ class RocketMQLink:
     async def offsets_for_timestamp(self, view: RouteView, keys: Sequence[QueueKey],
                                     timestamp_ms: int) -> dict[QueueKey, int]:
         """SEARCH_OFFSET_BY_TIMESTAMP per queue."""
-        return await self._per_queue(
-            view, keys, lambda a, mq: self.api.search_offset(a, mq, timestamp_ms, self.timeout))
+        return await self.offsets_for_timestamps(view, dict.fromkeys(keys, timestamp_ms))
+
+    async def offsets_for_timestamps(self, view: RouteView,
+                                     stamps: Mapping[QueueKey, int]) -> dict[QueueKey, int]:
+        """SEARCH_OFFSET_BY_TIMESTAMP per queue, each with its own time (ms)."""
+        keys = sorted(stamps)
+        results = await asyncio.gather(*(
+            self.api.search_offset(view.broker_addrs[k.broker_name], _mq(k), stamps[k],
+                                   self.timeout) for k in keys))
+        return dict(zip(keys, results, strict=True))
+
+    async def bytes_per_offset(self, view: RouteView, start: Mapping[QueueKey, int],
+                               end: Mapping[QueueKey, int], *, group: str,
+                               subscription: SubscriptionData, batch: int
+                               ) -> dict[QueueKey, float]:
+        """Stored bytes the reader will get per queue offset, from one pull of up to
+        ``batch`` offsets at each queue's ``start`` (queues with ``end > start`` only): the
+        pull body's length over the offsets it covered, so records the subscription
+        filters out count as none. A queue whose pull finds nothing to measure (its
+        messages are gone, or not there yet, or its broker did not answer) is left out."""
+        keys = [k for k in sorted(end) if k in start and end[k] > start[k]
+                and k.broker_name in view.broker_addrs]
+
+        async def one(key: QueueKey) -> float | None:
+            cur = start[key]
+            header = PullMessageRequestHeader(
+                consumer_group=group, topic=key.topic, queue_id=key.queue_id, queue_offset=cur,
+                max_msg_nums=min(batch, end[key] - cur), sys_flag=PullSysFlag.SUBSCRIPTION,
+                commit_offset=0, suspend_timeout_millis=0, subscription=subscription.sub_string,
+                sub_version=0, expression_type=subscription.expression_type,
+                bname=key.broker_name)
+            try:
+                result = await self.api.pull_message(view.broker_addrs[key.broker_name], header,
+                                                     self.timeout, decode=False)
+            except (RemotingError, MQBrokerError):
+                return None  # the reader will meet it and report it
+            covered = result.next_begin_offset - cur
+            if covered <= 0 or result.status not in (PullStatus.FOUND, PullStatus.NO_MATCHED_MSG):
+                return None
+            body = result.body if result.status is PullStatus.FOUND else None
+            return len(body or b"") / covered
+
+        sizes = await asyncio.gather(*(one(k) for k in keys))
+        return {k: v for k, v in zip(keys, sizes, strict=True) if v is not None}
+
+    async def offsets_by_key(self, view: RouteView, topics: Iterable[str], key: str, *,
+                             begin_ms: int = 0, end_ms: int | None = None
+                             ) -> list[tuple[QueueKey, int]] | None:
+        """``(queue, offset)`` of the messages of ``topics`` whose ``KEYS`` hold ``key``,
+        by QUERY_MESSAGE on every broker of ``view`` (the broker's key index); None when a
+        broker answered ``QUERY_MAX_NUM`` of them, so that there may be more."""
+        calls = [(topic, broker, addr) for topic in sorted(set(topics))
+                 for broker, addr in sorted(view.broker_addrs.items())]
+        answers = await asyncio.gather(*(
+            self.api.query_message(addr, topic, key, max_num=QUERY_MAX_NUM, begin_ms=begin_ms,
+                                   end_ms=end_ms, timeout=self.timeout)
+            for topic, _, addr in calls))
+        found: set[tuple[QueueKey, int]] = set()
+        for (topic, broker, _), msgs in zip(calls, answers, strict=True):
+            if len(msgs) >= QUERY_MAX_NUM:
+                return None
+            found.update((QueueKey(topic, broker, m.queue_id), m.queue_offset) for m in msgs)
+        return sorted(found)
 
     # -- consumer group ---------------------------------------------------------------------
 
@@ -413,23 +488,26 @@ class BlockingLink(LoopThread):
         name_server: ``host:port[;host:port]``.
         timeout_ms: budget of each RocketMQ call.
         credentials: ACL access key and secret (options accessKey / secretKey), or None.
+        tls: the options tls=true, tlsVerify, tlsCaFile, ..., or None for plain TCP.
     """
 
     close_timeout = 30.0  # a task or the driver never hangs on a broker that stopped answering
     loop_factory = staticmethod(_new_loop)  # uvloop's when installed: ~15% less CPU per pull
 
     def __init__(self, name_server: str, *, timeout_ms: int = 10_000,
-                 credentials: SessionCredentials | None = None) -> None:
+                 credentials: SessionCredentials | None = None,
+                 tls: TlsOptions | None = None) -> None:
         super().__init__("rocketmq-spark-link")
         self._name_server = name_server
         self._credentials = credentials
+        self._tls = tls
         self._timeout_ms = timeout_ms
         self._link: RocketMQLink | None = None
         self._routine_task: asyncio.Task[None] | None = None
 
     async def _aopen(self) -> None:
         self._link = RocketMQLink(self._name_server, timeout_ms=self._timeout_ms,
-                                  credentials=self._credentials)
+                                  credentials=self._credentials, tls=self._tls)
 
     async def _aclose(self) -> None:
         task, self._routine_task = self._routine_task, None

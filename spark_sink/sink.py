@@ -35,7 +35,6 @@ from typing import TYPE_CHECKING, Any
 
 from pyspark.sql.datasource import DataSourceStreamWriter, DataSourceWriter, WriterCommitMessage
 
-from aiorocketmq.client.config import ClientConfig
 from aiorocketmq.client.producer import Producer
 from aiorocketmq.client.sync import LoopThread
 from aiorocketmq.logs import get_logger
@@ -94,10 +93,8 @@ class _ProducerThread(LoopThread):
         self.producer: Producer | None = None
 
     async def _aopen(self) -> None:
-        creds = self._opts.credentials
-        config = ClientConfig() if creds is None else ClientConfig(
-            access_key=creds.access_key, secret_key=creds.secret_key)
-        producer = Producer(self._opts.producer_group, self._opts.name_server, config=config,
+        producer = Producer(self._opts.producer_group, self._opts.name_server,
+                            config=self._opts.client_config(),
                             send_msg_timeout_ms=self._opts.send_timeout_ms)
         await producer.start()
         self.producer = producer

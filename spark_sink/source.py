@@ -3,11 +3,17 @@
 Contract (PySpark Python Data Source API, ``pyspark.sql.datasource``):
 
 * Driver side, ``RocketMQStreamReader`` plans micro-batches: ``initialOffset`` resolves
-  startingOffsets / startingTimestamp per queue; ``latestOffset(start, limit)`` looks the
-  topics' routes up again (new queues join, a vanished broker is reported), reads max
-  offsets, applies the read limit (maxOffsetsPerTrigger split by backlog,
-  minOffsetsPerTrigger + maxTriggerDelay, the AvailableNow target) and returns the end
-  offsets; ``partitions(start, end)`` cuts ``[start, end)`` per queue (minPartitions).
+  startingOffsets / startingTimestamp / startingOffsetsByTimestamp per queue (times through
+  SEARCH_OFFSET_BY_TIMESTAMP; a queue with nothing stored at or after its time fails the
+  query, or starts at its max offset with startingOffsetsByTimestampStrategy=latest);
+  ``latestOffset(start, limit)`` looks the topics' routes up again (new queues join, a
+  vanished broker is reported), reads max offsets, applies the read limit
+  (maxOffsetsPerTrigger split by backlog; maxBytesPerTrigger, Spark's ``ReadMaxBytes``,
+  with each queue's bytes per offset sampled by one pull at its start; minOffsetsPerTrigger
+  + maxTriggerDelay; the AvailableNow target) and returns the end offsets;
+  ``partitions(start, end)`` cuts ``[start, end)`` per queue (maxRecordsPerPartition,
+  minPartitions). With ``assign`` only the queues it names are read, and a named queue
+  missing from the route at the start fails the query.
   With commitOffsetsToGroup the finished offsets go to the consumer group as soon as the
   reader learns of them: in ``latestOffset(start, ...)``, whose ``start`` is the end of the
   last finished batch (Spark calls ``commit(end)`` only when it plans the next batch, so
@@ -18,6 +24,9 @@ Contract (PySpark Python Data Source API, ``pyspark.sql.datasource``):
   trigger and the broker is logged once (``spark.broker_unreachable``). With ``assignment=group``
   the driver heartbeats as a CONSUME_ACTIVELY member of consumerGroup and takes only its
   AllocateMessageQueueAveragely share of the queues, so several queries share a topic.
+* ``RocketMQBatchReader`` reads startingOffsets (or a starting time) to endingOffsets /
+  endingTimestamp / endingOffsetsByTimestamp (a queue with nothing stored at or after its
+  ending time is read to its max offset).
 * Executor side, ``read(partition)`` opens its own ``BlockingLink``, pulls exactly the
   partition's ``[start, end)`` (no commits, no group membership: replay is exact) and
   yields one ``pyarrow.RecordBatch`` per ``link.RangeReader`` chunk (``rows.ARROW_BATCH_ROWS``
@@ -56,6 +65,7 @@ from pyspark.sql.datasource import (
 from pyspark.sql.streaming.datasource import (
     ReadAllAvailable,
     ReadLimit,
+    ReadMaxBytes,
     ReadMaxRows,
     ReadMinRows,
     SupportsTriggerAvailableNow,
@@ -64,7 +74,7 @@ from pyspark.sql.streaming.datasource import (
 from aiorocketmq.logs import get_logger
 from aiorocketmq.protocol.acl import SessionCredentials
 from aiorocketmq.protocol.bodies import build_subscription_data
-from aiorocketmq.protocol.errors import RemotingError
+from aiorocketmq.protocol.errors import MQClientError, RemotingError
 
 from .body_format import BodyDecoder, BodyFormat, check_body_fields
 from .columnar import ColumnarDecoder
@@ -79,8 +89,8 @@ from .offsets import (
     offsets_to_json,
     resolve_spec,
 )
-from .options import SourceOptions, parse_sink_options, parse_source_options
-from .planning import backlog, plan_ranges, rate_limit, should_wait
+from .options import SourceOptions, TlsOptions, parse_sink_options, parse_source_options
+from .planning import backlog, byte_limit, plan_ranges, rate_limit, should_wait
 from .rows import source_columns, source_schema, with_body_fields
 
 if TYPE_CHECKING:
@@ -108,13 +118,14 @@ class ReadSettings:
     body_fields_json: str | None = None
     expression_type: str = "TAG"
     credentials: SessionCredentials | None = None  # pickled; its repr hides the secret
+    tls: TlsOptions | None = None  # likewise the key password
 
     @classmethod
     def of(cls, opts: SourceOptions) -> ReadSettings:
         return cls(opts.name_server, opts.reader_group, opts.sub_expression,
                    opts.pull_batch_size, opts.pull_timeout_ms, opts.fail_on_data_loss,
                    opts.include_properties, opts.body_format, opts.body_fields_json,
-                   opts.expression_type, opts.credentials)
+                   opts.expression_type, opts.credentials, opts.tls)
 
 
 class QueueRangePartition(InputPartition):
@@ -138,7 +149,7 @@ def read_partition(partition: QueueRangePartition) -> Iterator[pa.RecordBatch]:
     s = partition.settings
     key = partition.queue
     with BlockingLink(s.name_server, timeout_ms=s.pull_timeout_ms,
-                      credentials=s.credentials) as blocking:
+                      credentials=s.credentials, tls=s.tls) as blocking:
         reader = blocking.run(blocking.link.range_reader(
             partition.broker_addr, key, partition.start, partition.end, group=s.group,
             sub_expression=s.sub_expression, batch=s.pull_batch_size,
@@ -192,7 +203,8 @@ class _Planner:
         if self._blocking is None:
             self._blocking = BlockingLink(self.opts.name_server,
                                           timeout_ms=self.opts.pull_timeout_ms,
-                                          credentials=self.opts.credentials).open()
+                                          credentials=self.opts.credentials,
+                                          tls=self.opts.tls).open()
         return self._blocking
 
     def close(self) -> None:
@@ -211,6 +223,9 @@ class _Planner:
         topics = self.topics()
         view = self.blocking.call(lambda link: link.routes(topics)) if topics else RouteView(
             (), {}, ())
+        if self.opts.assign is not None:
+            assigned = set(self.opts.assign)
+            view = replace(view, queues=tuple(q for q in view.queues if q in assigned))
         if view.missing_brokers:
             log.warning("spark.broker_missing", brokers=list(view.missing_brokers),
                         topics=topics)
@@ -227,18 +242,78 @@ class _Planner:
 
         return self.blocking.call(both)
 
+    def check_named(self, view: RouteView) -> None:
+        """Every queue that assign, startingOffsetsByTimestamp or endingOffsetsByTimestamp
+        names is in the route (at the start of a query)."""
+        present = set(view.queues)
+        for option, named in (("assign", self.opts.assign or ()),
+                              ("startingOffsetsByTimestamp",
+                               [q for q, _ in self.opts.starting_timestamps or ()]),
+                              ("endingOffsetsByTimestamp",
+                               [q for q, _ in self.opts.ending_timestamps or ()])):
+            missing = sorted(set(named) - present)
+            if missing:
+                has = sorted(str(q) for q in present if q.topic == missing[0].topic)
+                raise MQClientError(
+                    f"option {option}: queue {missing[0]} is not in the topic route (readable "
+                    f"queues of {missing[0].topic}: {', '.join(has) or 'none'})")
+
+    def _stamps(self, queues: Sequence[QueueKey], global_ms: int | None,
+                per_queue: tuple[tuple[QueueKey, int], ...] | None) -> dict[QueueKey, int]:
+        if global_ms is not None:
+            return dict.fromkeys(queues, global_ms)
+        wanted = set(queues)
+        return {q: ms for q, ms in per_queue or () if q in wanted}
+
+    def _search(self, view: RouteView, stamps: dict[QueueKey, int]) -> dict[QueueKey, int]:
+        return self.blocking.call(lambda link: link.offsets_for_timestamps(view, stamps))
+
     def starting(self, view: RouteView, queues: Sequence[QueueKey], *, default: int) -> Offsets:
-        """startingTimestamp / startingOffsets resolved for ``queues``."""
+        """startingTimestamp / startingOffsetsByTimestamp / startingOffsets resolved for
+        ``queues``.
+
+        Raises:
+            MQClientError: a queue has nothing stored at or after its starting time and
+                startingOffsetsByTimestampStrategy is ``error``.
+        """
         if not queues:
             return {}
-        ts = self.opts.starting_timestamp_ms
-        if ts is not None:
-            return self.blocking.call(lambda link: link.offsets_for_timestamp(view, queues, ts))
+        stamps = self._stamps(queues, self.opts.starting_timestamp_ms,
+                              self.opts.starting_timestamps)
+        # Searched before the max offsets are read: an answer at or past them means that
+        # nothing was stored at or after the time (our broker answers the max offset then).
+        found = self._search(view, stamps) if stamps else {}
         mins, maxs = self.min_max(view, queues)
-        return resolve_spec(self.opts.starting_offsets, queues, mins, maxs, default=default)
+        rest = [q for q in queues if q not in stamps]
+        out = resolve_spec(self.opts.starting_offsets, rest, mins, maxs, default=default)
+        for q, offset in sorted(found.items()):
+            if offset >= maxs[q]:
+                if self.opts.starting_timestamp_strategy == "error":
+                    option = ("startingTimestamp" if self.opts.starting_timestamp_ms is not None
+                              else "startingOffsetsByTimestamp")
+                    raise MQClientError(
+                        f"{option}: queue {q} holds no message stored at or after "
+                        f"{stamps[q]} (ms); set startingOffsetsByTimestampStrategy=latest to "
+                        f"start such queues at their latest offset")
+                offset = maxs[q]
+            out[q] = offset
+        return out
+
+    def ending(self, view: RouteView, queues: Sequence[QueueKey], mins: Offsets,
+               maxs: Offsets) -> Offsets:
+        """endingTimestamp / endingOffsetsByTimestamp / endingOffsets resolved for
+        ``queues``: the first offset stored at or after the time (exclusive), or the max
+        offset when there is none (Kafka's rule for ending times)."""
+        stamps = self._stamps(queues, self.opts.ending_timestamp_ms, self.opts.ending_timestamps)
+        rest = [q for q in queues if q not in stamps]
+        out = resolve_spec(self.opts.ending_offsets, rest, mins, maxs, default=LATEST)
+        for q, offset in (self._search(view, stamps) if stamps else {}).items():
+            out[q] = min(offset, maxs[q])
+        return out
 
     def partitions(self, start: Offsets, end: Offsets) -> list[QueueRangePartition]:
-        ranges = plan_ranges(start, end, self.opts.min_partitions)
+        ranges = plan_ranges(start, end, self.opts.min_partitions,
+                             self.opts.max_records_per_partition)
         if not ranges:
             return []
         view = self.ensure_view()
@@ -329,6 +404,7 @@ class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def initialOffset(self) -> dict[str, Any]:
         view, queues = self._queues()
+        self._planner.check_named(view)
         if self._opts.assignment == "group":
             offsets = self._new_queue_starts(view, queues)
         else:
@@ -338,8 +414,11 @@ class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return offsets_to_json(offsets)
 
     def getDefaultReadLimit(self) -> ReadLimit:
+        # One limit goes to Spark; _limit applies the options' other limits too.
         if self._opts.max_offsets_per_trigger is not None:
             return ReadMaxRows(self._opts.max_offsets_per_trigger)
+        if self._opts.max_bytes_per_trigger is not None:
+            return ReadMaxBytes(self._opts.max_bytes_per_trigger)
         if self._opts.min_offsets_per_trigger is not None:
             return ReadMinRows(self._opts.min_offsets_per_trigger)
         return ReadAllAvailable()
@@ -399,13 +478,25 @@ class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if isinstance(limit, ReadAllAvailable):
             return latest
         max_rows = self._opts.max_offsets_per_trigger
+        max_bytes = self._opts.max_bytes_per_trigger
         if isinstance(limit, ReadMaxRows):
             max_rows = limit.max_rows
+        if isinstance(limit, ReadMaxBytes):
+            max_bytes = limit.max_bytes
         available = backlog(begin, latest)
         if should_wait(available, self._opts.min_offsets_per_trigger, self._last_batch_ms,
                        _now_ms(), self._opts.max_trigger_delay_ms):
             return dict(begin)
-        return rate_limit(begin, latest, max_rows) if max_rows is not None else latest
+        end = rate_limit(begin, latest, max_rows) if max_rows is not None else latest
+        if max_bytes is not None and backlog(begin, end):
+            view = self._planner.ensure_view()
+            subscription = build_subscription_data("", self._opts.sub_expression,
+                                                   self._opts.expression_type)
+            sizes = self._planner.blocking.call(lambda link: link.bytes_per_offset(
+                view, begin, end, group=self._opts.reader_group, subscription=subscription,
+                batch=self._opts.pull_batch_size))
+            end = byte_limit(begin, end, sizes, max_bytes)
+        return end
 
     def reportLatestOffset(self) -> dict[str, Any] | None:
         return offsets_to_json(self._latest) if self._latest is not None else None
@@ -464,12 +555,13 @@ class RocketMQBatchReader(DataSourceReader):
         planner = _Planner(self._opts)
         try:
             view = planner.refresh()
+            planner.check_named(view)
             queues = list(view.queues)
             if not queues:
                 return []
-            mins, maxs = planner.min_max(view, queues)
             start = planner.starting(view, queues, default=EARLIEST)
-            end = resolve_spec(self._opts.ending_offsets, queues, mins, maxs, default=LATEST)
+            mins, maxs = planner.min_max(view, queues)
+            end = planner.ending(view, queues, mins, maxs)
             return planner.partitions(start, end)
         finally:
             planner.close()

@@ -21,9 +21,16 @@ from aiorocketmq.spark_sink.offsets import (
 from aiorocketmq.spark_sink.options import (
     parse_duration_ms,
     parse_sink_options,
+    parse_size_bytes,
     parse_source_options,
 )
-from aiorocketmq.spark_sink.planning import backlog, plan_ranges, rate_limit, should_wait
+from aiorocketmq.spark_sink.planning import (
+    backlog,
+    byte_limit,
+    plan_ranges,
+    rate_limit,
+    should_wait,
+)
 
 queue_keys = st.builds(
     QueueKey,
@@ -87,7 +94,22 @@ def test_source_options_defaults_and_validation() -> None:
         ({"maxOffsetsPerTrigger": "0"}, ">= 1"),
         ({"maxOffsetsPerTrigger": "5", "minOffsetsPerTrigger": "6"}, "above"),
         ({"failOnDataLoss": "maybe"}, "'true' or 'false'"),
-        ({"startingOffsets": "earliest", "startingTimestamp": "1"}, "not both"),
+        ({"startingOffsets": "earliest", "startingTimestamp": "1"}, "at most one of"),
+        ({"startingTimestamp": "1", "startingOffsetsByTimestamp": '{"a": {"b": {"0": 1}}}'},
+         "at most one of"),
+        ({"startingOffsetsByTimestamp": '{"a": {"b": {"0": -1}}}'}, "must be >= 0"),
+        ({"startingOffsetsByTimestamp": '{"a": {"b": [1]}}'}, "startingOffsetsByTimestamp"),
+        ({"startingOffsetsByTimestamp": '{"c": {"b": {"0": 1}}}'}, "names topic c"),
+        ({"startingOffsetsByTimestampStrategy": "earliest"}, "'error' or 'latest'"),
+        ({"endingTimestamp": "5"}, "batch queries"),
+        ({"endingOffsetsByTimestamp": '{"a": {"b": {"0": 1}}}'}, "batch queries"),
+        ({"assign": '{"a": {"b": [0]}}'}, "exactly one"),
+        ({"maxRecordsPerPartition": "0"}, "maxRecordsPerPartition=0 must be >= 1"),
+        ({"maxBytesPerTrigger": "lots"}, "maxBytesPerTrigger='lots' is not a positive size"),
+        ({"maxBytesPerTrigger": "0"}, "not a positive size"),
+        ({"tlsCaFile": "/ca.pem"}, "tlsCaFile needs the option tls=true"),
+        ({"tls": "yes"}, "tls='yes' must be 'true' or 'false'"),
+        ({"tls": "true", "tlsKeyFile": "k.pem"}, "need the option tlsCertFile"),
         ({"maxTriggerDelay": "soon"}, "duration"),
         ({"maxOfsetsPerTrigger": "5"}, "unknown option"),
     ]:
@@ -96,11 +118,61 @@ def test_source_options_defaults_and_validation() -> None:
     with pytest.raises(MQClientError, match="nameServer"):
         parse_source_options({"topic": "a"}, streaming=True)
     assert parse_duration_ms("250", "x") == 250 and parse_duration_ms("2h", "x") == 7_200_000
+    assert parse_size_bytes("512k", "x") == 512 << 10 and parse_size_bytes("10", "x") == 10
+    assert parse_size_bytes("1G", "x") == 1 << 30
+
+
+def test_source_options_assign_timestamps_and_connection() -> None:
+    o = parse_source_options({"nameServer": "x:1", "assign": '{"T": {"b": [2, 0, 2]}, "U": {"c": [1]}}',
+                              "startingOffsetsByTimestamp": '{"T": {"b": {"0": 5, "2": 7}}}',
+                              "startingOffsetsByTimestampStrategy": "LATEST",
+                              "maxBytesPerTrigger": "1m", "maxRecordsPerPartition": "100",
+                              "tls": "true", "tlsVerify": "true", "tlsCaFile": "/ca.pem",
+                              "tlsCertFile": "/c.pem", "tlsKeyFile": "/k.pem",
+                              "tlsKeyPassword": "hush"}, streaming=True)
+    assert o.assign == (QueueKey("T", "b", 0), QueueKey("T", "b", 2), QueueKey("U", "c", 1))
+    assert o.topics == ("T", "U")
+    assert o.starting_timestamps == ((QueueKey("T", "b", 0), 5), (QueueKey("T", "b", 2), 7))
+    assert o.starting_timestamp_strategy == "latest"
+    assert o.max_bytes_per_trigger == 1 << 20 and o.max_records_per_partition == 100
+    assert o.tls is not None and o.tls.verify and o.tls.ca_file == "/ca.pem"
+    assert "hush" not in repr(o)
+    config = o.client_config()
+    assert config.use_tls and config.tls_verify and config.tls_key_password == "hush"
+    assert config.namesrv_addr == "x:1"
+    b = parse_source_options({"nameServer": "x:1", "topic": "T", "endingTimestamp": "9",
+                              "startingTimestamp": "3"}, streaming=False)
+    assert b.ending_timestamp_ms == 9 and b.starting_timestamp_ms == 3
+    assert b.starting_timestamp_strategy == "error" and b.tls is None
+    for raw, message in [
+        ("[1]", "names no queue"),
+        ("{}", "names no queue"),
+        ('{"T": [0]}', "must map broker names"),
+        ('{"T": {"b": []}}', "non-empty list"),
+        ('{"T": {"b": [-1]}}', "non-empty list"),
+        ('{"T": {"b": ["0"]}}', "non-empty list"),
+        ("{T", "option assign is not JSON"),
+    ]:
+        with pytest.raises(MQClientError, match=message):
+            parse_source_options({"nameServer": "x:1", "assign": raw}, streaming=True)
+    with pytest.raises(MQClientError, match="does not go with assignment=group"):
+        parse_source_options({"nameServer": "x:1", "assign": '{"T": {"b": [0]}}',
+                              "consumerGroup": "g", "assignment": "group"}, streaming=True)
+    with pytest.raises(MQClientError, match="startingTimestamp=9 is after endingTimestamp=3"):
+        parse_source_options({"nameServer": "x:1", "topic": "T", "startingTimestamp": "9",
+                              "endingTimestamp": "3"}, streaming=False)
 
 
 def test_sink_options() -> None:
     o = parse_sink_options({"nameServer": "x:1", "async": "true"})
     assert o.async_send and o.topic is None and o.send_timeout_ms == 3000
+    assert o.tls is None and o.sharding_key_column is None
+    t = parse_sink_options({"nameServer": "x:1", "tls": "true", "tlsCaFile": "/ca.pem",
+                            "shardingKeyColumn": "orderId"})
+    assert t.client_config().use_tls and t.client_config().tls_ca_file == "/ca.pem"
+    assert t.sharding_key_column == "orderId"
+    with pytest.raises(MQClientError, match="tlsVerify needs the option tls=true"):
+        parse_sink_options({"nameServer": "x:1", "tlsVerify": "true"})
     with pytest.raises(MQClientError, match="unknown option"):
         parse_sink_options({"nameServer": "x:1", "tpoic": "a"})
 
@@ -132,11 +204,48 @@ def test_should_wait() -> None:
     assert not should_wait(10, 10, 0, 10, 100)
 
 
-@given(offset_maps, st.data(), st.one_of(st.none(), st.integers(1, 40)))
+def test_byte_limit() -> None:
+    a, b, new = QueueKey("T", "a", 0), QueueKey("T", "a", 1), QueueKey("T", "b", 0)
+    start, latest = {a: 0, b: 0}, {a: 100, b: 100, new: 3}
+    # 100 x 10 B + 100 x 30 B = 4000 B; a 2000 B cap is half the backlog, split by backlog.
+    assert byte_limit(start, latest, {a: 10.0, b: 30.0}, 2000) == {a: 50, b: 50, new: 3}
+    assert byte_limit(start, latest, {a: 10.0, b: 30.0}, 4000) == latest
+    # b unmeasured takes a's size; nothing measured means no cap; at least one offset.
+    assert byte_limit(start, latest, {a: 10.0}, 1000) == {a: 50, b: 50, new: 3}
+    assert byte_limit(start, latest, {}, 1) == latest
+    assert backlog(start, byte_limit(start, latest, {a: 10.0, b: 30.0}, 1)) == 1
+    assert byte_limit(start, {a: 0, b: 0}, {a: 10.0}, 1) == {a: 0, b: 0}
+
+
+@given(offset_maps, st.data(), st.one_of(st.none(), st.integers(1, 10_000)),
+       st.integers(1, 10_000))
+def test_byte_limit_invariants(start: dict[QueueKey, int], data: st.DataObject,
+                               size: int | None, max_bytes: int) -> None:
+    latest = {k: v + data.draw(st.integers(0, 500)) for k, v in start.items()}
+    sizes = {k: float(size) for k in start} if size is not None else {}
+    end = byte_limit(start, latest, sizes, max_bytes)
+    for k in latest:
+        assert start[k] <= end[k] <= latest[k]
+    rows = backlog(start, end)
+    if size is not None and backlog(start, latest):
+        assert rows >= 1 and (rows == 1 or rows * size <= max_bytes)
+
+
+def test_plan_ranges_max_records() -> None:
+    a, b = QueueKey("T", "a", 0), QueueKey("T", "a", 1)
+    got = [(r.queue.queue_id, r.start, r.end) for r in plan_ranges({a: 0, b: 10}, {a: 25, b: 14},
+                                                                   max_records=10)]
+    assert got == [(0, 0, 9), (0, 9, 17), (0, 17, 25), (1, 10, 14)]
+    # minPartitions splits on top of it.
+    assert len(plan_ranges({a: 0, b: 10}, {a: 25, b: 14}, 8, max_records=10)) >= 8
+
+
+@given(offset_maps, st.data(), st.one_of(st.none(), st.integers(1, 40)),
+       st.one_of(st.none(), st.integers(1, 100)))
 def test_plan_ranges_cover_exactly(start: dict[QueueKey, int], data: st.DataObject,
-                                   min_partitions: int | None) -> None:
+                                   min_partitions: int | None, max_records: int | None) -> None:
     end = {k: v + data.draw(st.integers(0, 300)) for k, v in start.items()}
-    ranges = plan_ranges(start, end, min_partitions)
+    ranges = plan_ranges(start, end, min_partitions, max_records)
     covered: dict[QueueKey, list[tuple[int, int]]] = {}
     for r in ranges:
         assert r.end > r.start
@@ -152,6 +261,8 @@ def test_plan_ranges_cover_exactly(start: dict[QueueKey, int], data: st.DataObje
     total = sum(end[k] - start[k] for k in start)
     if min_partitions and non_empty:
         assert len(ranges) >= min(min_partitions, total)
+    if max_records:
+        assert all(r.size <= max_records for r in ranges)
 
 
 def test_plan_ranges_skips_new_queues() -> None:
