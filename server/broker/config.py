@@ -207,6 +207,8 @@ STORE_KEYS = {
     "ha_housekeeping_interval_ms": "haHousekeepingInterval",
     "slave_timeout_ms": "slaveTimeout",
     "os_page_cache_busy_timeout_ms": "osPageCacheBusyTimeOutMills",
+    "enable_dleger_commit_log": "enableDLegerCommitLog",
+    "store_path_dledger_commit_log": "storePathDLedgerCommitLog",
 }
 
 

@@ -249,7 +249,8 @@ LIVE_REFUSED_KEYS = frozenset({
     "mappedFileSizeCommitLog", "mapedFileSizeCommitLog", "mappedFileSizeConsumeQueue",
     "mapedFileSizeConsumeQueue", "mappedFileSizeConsumeQueueExt", "enableConsumeQueueExt",
     "bitMapLengthConsumeQueueExt", "flushDiskType", "maxHashSlotNum", "maxIndexNum",
-    "brokerRole", "enableDLegerCommitLog", "transientStorePoolEnable",
+    "brokerRole", "enableDLegerCommitLog", "dLegerGroup", "dLegerPeers", "dLegerSelfId",
+    "transientStorePoolEnable",
     "transientStorePoolSize", "warmMapedFileEnable",
     # identity: what the nameservers and clients know this broker by
     "listenPort", "brokerName", "brokerClusterName", "brokerId", "brokerIP1", "brokerIP2",

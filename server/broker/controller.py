@@ -30,6 +30,13 @@ when listenPort is 0) and is registered as ``haServerAddr``. A master's brokerId
 master's HA address from the nameserver's answer, copies the master's metadata every 10 s
 (``slave_sync``), and runs neither the delay-level delivery nor the transaction check.
 
+DLedger mode (``enableDLegerCommitLog=true``, ``server/store/dledger``): the store is a
+``DLedgerMessageStore`` listening on its ``dLegerPeers`` address; no HA port. ``brokerId`` and
+``brokerRole`` of the config are ignored: the broker starts as a SLAVE registered with
+brokerId = ``dLegerSelfId``'s digits + 1, and ``dledger_role.py`` turns it into the master
+(brokerId 0, SYNC_MASTER) while its Raft node leads, once caught up. Timer messages are off
+in DLedger mode (``timerWheelEnable`` forced false).
+
 Timer messages (``server/store/timer``): one ``TimerMessageStore`` per broker; its check is a
 store put hook and a send hook; with ``timerWheelEnable`` the topic ``rmq_sys_wheel_timer``
 (1 queue) is registered and a master loads and starts the timer store after the store,
@@ -56,6 +63,7 @@ from aiorocketmq.protocol.validation import broker_validator, guard
 from aiorocketmq.server.metrics import BrokerMetrics
 from aiorocketmq.server.remoting import RemotingServer
 from aiorocketmq.server.store.config import MessageStoreConfig
+from aiorocketmq.server.store.dledger.store import DLedgerMessageStore
 from aiorocketmq.server.store.ha import HAService
 from aiorocketmq.server.store.message_store import MessageStore
 from aiorocketmq.server.store.timer import TIMER_TOPIC, TimerMessageStore, TimerSendHook
@@ -65,6 +73,7 @@ from .acl.processor import AclAdminProcessor
 from .client_manager import ClientHousekeeping, ConsumerManager, ProducerManager
 from .config import BrokerConfig
 from .consumer_offset import ConsumerOffsetManager
+from .dledger_role import DLedgerRoleChangeHandler
 from .filter import ConsumerFilterManager
 from .long_polling import PullRequestHoldService
 from .namesrv_api import BrokerOuterAPI
@@ -137,6 +146,8 @@ class BrokerController:
         self.store_config = store_config
         self.host = host
         root = Path(store_config.store_path_root_dir)
+        if store_config.is_dledger:
+            store_config.timer_wheel_enable = False  # not in DLedger mode (module docstring)
         self.topics = TopicConfigManager(config, root)
         if store_config.timer_wheel_enable:
             self.topics.add_system_topic(TIMER_TOPIC, 1)
@@ -177,6 +188,7 @@ class BrokerController:
         self.fast_server: RemotingServer | None = None  # listenPort - 2, upstream's VIP channel
         self.access_validator: PlainAccessValidator | None = None
         self.acl_watcher: AclFileWatcher | None = None
+        self.dledger_roles: DLedgerRoleChangeHandler | None = None
         self._state = "new"
 
     @property
@@ -189,7 +201,10 @@ class BrokerController:
         if self._state != "new":
             raise RuntimeError(f"BrokerController.start(): broker is {self._state}")
         self._state = "starting"
-        if self.store_config.is_slave:
+        dledger = self.store_config.is_dledger
+        if dledger:
+            self.store_config.broker_role = "SLAVE"  # until elected and caught up
+        elif self.store_config.is_slave:
             if self.config.broker_id <= 0:
                 raise RuntimeError("Slave's brokerId must be > 0")
         else:
@@ -205,10 +220,21 @@ class BrokerController:
         await self.server.start(serve=False)
         self.config.listen_port = self.server.port
         c = self.config
-        self.store = MessageStore(self.store_config, store_host=c.broker_addr,
-                                  broker_name=c.broker_name, broker_cluster=c.broker_cluster_name)
-        await self.store.start()
-        await self._start_ha(requested_port)
+        if dledger:
+            store = DLedgerMessageStore(self.store_config, store_host=c.broker_addr,
+                                        broker_name=c.broker_name,
+                                        broker_cluster=c.broker_cluster_name, host=self.host)
+            c.broker_id = store.follower_broker_id
+            self.dledger_roles = DLedgerRoleChangeHandler(self, store)
+            store.on_role_change = self.dledger_roles.handle
+            self.store = store
+            await self.store.start()
+            self.namesrv.on_register_result = self._on_register_result
+        else:
+            self.store = MessageStore(self.store_config, store_host=c.broker_addr,
+                                      broker_name=c.broker_name, broker_cluster=c.broker_cluster_name)
+            await self.store.start()
+            await self._start_ha(requested_port)
         self.pull_processor = PullMessageProcessor(self)
         self.pull_hold = PullRequestHoldService(
             wakeup=self.pull_processor.execute_request_when_wakeup,
@@ -270,6 +296,8 @@ class BrokerController:
         await self._start_fast_server(requested_port)
         await self.namesrv.register_broker_all()
         self.namesrv.start()
+        if self.dledger_roles is not None:
+            self.dledger_roles.start()
         self._offset_task = asyncio.get_running_loop().create_task(
             self._persist_offsets_routine(), name="persistConsumerOffset")
         self._state = "running"
@@ -382,6 +410,8 @@ class BrokerController:
             await _shutdown_step("acl_watcher", self.acl_watcher.stop())
         if self.pull_hold is not None:
             await _shutdown_step("pull_hold", self.pull_hold.stop())
+        if self.dledger_roles is not None:
+            await _shutdown_step("dledger_roles", self.dledger_roles.stop())
         await _shutdown_step("namesrv", self.namesrv.stop())
         if started:
             await _shutdown_step("unregister", self.namesrv.unregister_broker_all())

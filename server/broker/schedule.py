@@ -176,18 +176,23 @@ class ScheduleMessageService(ConfigManager):
 
     def start(self) -> None:
         """Start the persistence routine and one delivery routine per level (after ``load``)."""
+        super().start()
+        self.start_delivery()
+
+    def start_delivery(self) -> None:
+        """Start one delivery routine per level, unless running (a broker becoming master)."""
         if self._running:
             return
         self._running = True
-        super().start()
         loop = asyncio.get_running_loop()
         for level in sorted(self.delay_levels):
             self._wakeups[level] = asyncio.Event()
             self._tasks.append(loop.create_task(self._deliver_routine(level),
                                                 name=f"ScheduleMessageTimer_{level}"))
 
-    async def stop(self) -> None:
-        """Stop the routines, then write the offsets once more. Idempotent."""
+    async def stop_delivery(self) -> None:
+        """Stop the delivery routines and keep the persistence one (a DLedger broker that
+        stops leading: upstream ``handleScheduleMessageService(SLAVE)``). Idempotent."""
         self._running = False
         tasks, self._tasks = self._tasks, []
         for task in tasks:
@@ -195,6 +200,11 @@ class ScheduleMessageService(ConfigManager):
         for task in tasks:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+        self._wakeups.clear()
+
+    async def stop(self) -> None:
+        """Stop the routines, then write the offsets once more. Idempotent."""
+        await self.stop_delivery()
         await super().stop()
 
     def notify_message_arriving(self, topic: str, queue_id: int) -> None:

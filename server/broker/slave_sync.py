@@ -5,7 +5,8 @@ Contract:
 * ``master_addr`` is the master's broker address from the nameserver's REGISTER_BROKER
   answer (``BrokerController.doRegisterBrokerAll``); None until known.
 * ``start()`` runs ``sync_all`` first after 3 s, then every 10 s
-  (``BrokerController.handleSlaveSynchronize``); ``stop()`` cancels it.
+  (``BrokerController.handleSlaveSynchronize``); ``pause()`` cancels it (it may start
+  again), ``stop()`` cancels it and closes the client.
 * ``sync_all`` asks the master, in upstream's order, for: topics (GET_ALL_TOPIC_CONFIG:
   the table is replaced when the DataVersion differs), consumer offsets
   (GET_ALL_CONSUMER_OFFSET: merged over ours, the master's entries win, so offsets
@@ -59,6 +60,11 @@ class SlaveSynchronize:
 
     def start(self) -> None:
         self._routine.start()
+
+    async def pause(self) -> None:
+        """Cancel the routine, keep the client: ``start()`` may run it again (a DLedger
+        broker that became master, and may be a slave again later)."""
+        await self._routine.stop()
 
     async def stop(self) -> None:
         """Cancel the routine and close the connection to the master. Idempotent."""

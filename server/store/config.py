@@ -96,6 +96,15 @@ class MessageStoreConfig:
     timer_congest_num_each_slot: int = 2**31 - 1
     timer_flush_interval_ms: int = 1000
     mapped_file_size_timer_log: int = 100 * 1024 * 1024
+    # DLedger mode (server/store/dledger): the commit log replicated by Raft. brokerRole and
+    # brokerId are then set by the elections, not by these options.
+    enable_dleger_commit_log: bool = False
+    d_leger_group: str | None = None
+    d_leger_peers: str | None = None  # n0-host:port;n1-host:port;...
+    d_leger_self_id: str | None = None
+    store_path_dledger_commit_log: str | None = None  # None = <root>/dledger-<selfId>/data
+    preferred_leader_id: str | None = None  # accepted, not acted on (no leadership transfer)
+    enable_batch_push: bool = False  # accepted; our leader always pushes batches
 
     def __post_init__(self) -> None:
         if self.flush_disk_type not in (ASYNC_FLUSH, SYNC_FLUSH):
@@ -150,6 +159,10 @@ class MessageStoreConfig:
         return self.broker_role == "SLAVE"
 
     @property
+    def is_dledger(self) -> bool:
+        return self.enable_dleger_commit_log
+
+    @property
     def is_sync_flush(self) -> bool:
         return self.flush_disk_type == SYNC_FLUSH
 
@@ -196,6 +209,8 @@ _ALIASES = {
     "haHousekeepingInterval": "ha_housekeeping_interval_ms",
     "slaveTimeout": "slave_timeout_ms",
     "osPageCacheBusyTimeOutMills": "os_page_cache_busy_timeout_ms",
+    "enableDLegerCommitLog": "enable_dleger_commit_log",
+    "storePathDLedgerCommitLog": "store_path_dledger_commit_log",
 }
 
 _CAMEL = re.compile(r"(?<=[a-z0-9])([A-Z])")
