@@ -74,11 +74,15 @@ tags string, keys string, body binary, bornTimestamp timestamp, storeTimestamp t
 bornHost string, reconsumeTimes int`` [``, properties map<string,string>``].
 
 Sink: columns ``body`` (or ``value``; binary or string, required), ``topic``, ``tags``,
-``keys``, ``properties`` (map), ``queueId``; options ``nameServer``, ``topic``,
-``producerGroup``, ``sendTimeoutMs``, ``async``, ``maxInFlight``, ``bodyFormat``, and the
-connection's ``accessKey`` / ``secretKey`` / ``tls...`` as on the source. With
+``keys``, ``properties`` (map), ``queueId``, ``delayLevel`` (int, the broker's delay level;
+0 or null: none); options ``nameServer``, ``topic``, ``producerGroup``, ``sendTimeoutMs``,
+``async``, ``maxInFlight``, ``bodyFormat``, ``shardingKeyColumn`` (a string or integer
+column: rows with one value go to one queue, ``SelectMessageQueueByHash``'s, in row order
+within a task, ``async=true`` included), and the connection's ``accessKey`` / ``secretKey``
+/ ``tls...`` as on the source. With
 ``bodyFormat=msgpack|json`` there is no body column: every column other than ``body``,
-``value``, ``topic``, ``tags``, ``keys``, ``properties`` and ``queueId`` is packed into the body
+``value``, ``topic``, ``tags``, ``keys``, ``properties``, ``queueId`` and ``delayLevel`` is
+packed into the body
 as one map (binary as base64 and timestamps as ISO-8601 strings in JSON; decimals as exact
 strings; dates as ISO strings) and ``contentType`` names the codec, so ``Message.decode()``
 and the source with the same ``bodySchema`` read it back. Consecutive rows of one topic

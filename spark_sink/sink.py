@@ -20,7 +20,15 @@ Contract:
   request at a time, in row order; ``async=true`` keeps up to ``maxInFlight`` requests
   in flight per task and still waits for all of them before the task reports success.
 * ``queueId`` picks ``mqs[queueId % len(mqs)]`` among the topic's write queues in route
-  order (upstream ``send(msg, selector, arg)`` with an index selector).
+  order (upstream ``send(msg, selector, arg)`` with an index selector). With the option
+  ``shardingKeyColumn`` the hint is the key's Java hash instead (``sink_mapping``), which
+  gives ``SelectMessageQueueByHash``'s queue: rows with one key go to one queue, and the
+  task sends each queue's rows in row order, ``async=true`` included (one request in
+  flight per queue; the queues in parallel). Across tasks there is no order, as in
+  Kafka's sink, so rows of one key belong in one partition (``repartition`` by the key,
+  ``sortWithinPartitions`` by what orders them).
+* ``delayLevel`` (a column) is the broker's delay level (``messageDelayLevel``, 1 = 1 s
+  by default); such a row is sent alone.
 
 The batch id comes from the task's local property ``streaming.sql.batchId``, which Spark's
 MicroBatchExecution sets for every micro-batch (``-1`` for a batch write).
@@ -107,7 +115,7 @@ class _ProducerThread(LoopThread):
     async def send_all(self, items: list[tuple[Message, int | None]]) -> None:
         producer = self.producer
         assert producer is not None
-        groups = batches(items, producer.compress_msg_body_over_howmuch)
+        groups = batches(_by_queue(producer, items), producer.compress_msg_body_over_howmuch)
         if not self._opts.async_send:
             for msgs, qid in groups:
                 await _send_one(producer, msgs, qid)
@@ -118,8 +126,41 @@ class _ProducerThread(LoopThread):
             async with limit:
                 await _send_one(producer, msgs, qid)
 
-        # Every send is awaited before returning: a failure fails the task.
-        await asyncio.gather(*(one(m, q) for m, q in groups))
+        if self._opts.sharding_key_column is None:
+            # Every send is awaited before returning: a failure fails the task.
+            await asyncio.gather(*(one(m, q) for m, q in groups))
+            return
+        # Ordered: each queue's sends one after another, the queues side by side.
+        chains: dict[tuple[str, int] | int, list[tuple[Message | list[Message], int | None]]] = {}
+        for i, (msgs, qid) in enumerate(groups):
+            topic = (msgs[0] if isinstance(msgs, list) else msgs).topic
+            chains.setdefault((topic, qid) if qid is not None else i, []).append((msgs, qid))
+
+        async def chain(sends: list[tuple[Message | list[Message], int | None]]) -> None:
+            for msgs, qid in sends:
+                await one(msgs, qid)
+
+        await asyncio.gather(*(chain(c) for c in chains.values()))
+
+
+def _by_queue(producer: Producer, items: list[tuple[Message, int | None]]
+              ) -> list[tuple[Message, int | None]]:
+    """``items`` with each queue hint reduced modulo its topic's write queues where the
+    producer knows the route already (the queue is ``mqs[hint % len(mqs)]`` either way), so
+    that rows for one queue batch together and chain as one."""
+    counts: dict[str, int] = {}
+    out: list[tuple[Message, int | None]] = []
+    for msg, hint in items:
+        if hint is not None:
+            n = counts.get(msg.topic)
+            if n is None:
+                info = producer.topic_publish_info_table.get(msg.topic)
+                n = counts[msg.topic] = (len(info.message_queue_list)
+                                         if info is not None and info.ok() else 0)
+            if n:
+                hint %= n
+        out.append((msg, hint))
+    return out
 
 
 def _batchable(msg: Message, compress_over: int) -> bool:
@@ -208,7 +249,7 @@ def _columns(schema: StructType, opts: SinkOptions) -> tuple[SinkColumns, SinkPa
     packed = opts.body_format != "raw"
     columns = SinkColumns.from_schema(
         ((f.name, f.dataType.simpleString()) for f in schema.fields), topic_option=opts.topic,
-        packed=packed)
+        packed=packed, sharding_key=opts.sharding_key_column)
     return columns, (SinkPacker(schema, opts.body_format) if packed else None)
 
 

@@ -4,15 +4,23 @@ Contract:
 
 * ``SinkColumns.from_schema(fields)`` validates the DataFrame once, on the driver:
   ``body`` (binary or string; ``value`` is accepted instead, as in Spark's Kafka sink) is
-  required; ``topic``, ``tags``, ``keys`` (strings), ``properties`` (map<string,string>) and
-  ``queueId`` (int) are optional; any other column is refused, so a typo is not dropped
-  silently. Without a ``topic`` column the ``topic`` option is required. With
-  ``packed=True`` (bodyFormat msgpack or json) there is no body column (a body or value
-  column is refused) and the other columns are the body's data (``body_format.SinkPacker``).
-* ``row_to_message(row, ...)`` maps one row (a ``dict``) to ``(Message, queue_id | None)``;
-  with a packer the body is the packed row and ``contentType`` says which codec.
-  A null body, null topic, or a user property that is a RocketMQ system key raises
-  ``MQClientError`` naming the row.
+  required; ``topic``, ``tags``, ``keys`` (strings), ``properties`` (map<string,string>),
+  ``queueId`` (int) and ``delayLevel`` (int: the broker's delay level, 0 or null for none)
+  are optional; any other column is refused, so a typo is not dropped silently. Without a
+  ``topic`` column the ``topic`` option is required. With ``packed=True`` (bodyFormat
+  msgpack or json) there is no body column (a body or value column is refused) and the
+  other columns are the body's data (``body_format.SinkPacker``).
+* ``sharding_key`` (the option shardingKeyColumn) names a string or integer column: rows
+  with the same value go to the same queue, ``SelectMessageQueueByHash``'s (Java's
+  ``hashCode`` of the value, as a String, an Integer or, for a bigint column, a Long,
+  modulo the topic's write queues), so Java producers sending the same keys pick the same
+  queues. The column may be one the sink would otherwise refuse: it is then used for
+  routing only (packed, it stays in the body too). It does not go with ``queueId``.
+* ``row_to_message(row, ...)`` maps one row (a ``dict``) to ``(Message, queue_hint |
+  None)``: the sink sends to ``mqs[queue_hint % len(mqs)]`` (the queueId, or the sharding
+  key's hash); with a packer the body is the packed row and ``contentType`` says which
+  codec. A null body, null topic, a negative delay level, or a user property that is a
+  RocketMQ system key raises ``MQClientError`` naming the row.
 * Every message carries the lineage properties below, so a consumer can drop the
   duplicates an at-least-once re-run of a batch produces (``dedup_key``):
 
@@ -36,6 +44,7 @@ from typing import Any
 from aiorocketmq.protocol.body_codec import CONTENT_TYPE_PROPERTY
 from aiorocketmq.protocol.codes import MessageConst
 from aiorocketmq.protocol.errors import MQClientError
+from aiorocketmq.protocol.javautil import java_string_hash
 from aiorocketmq.protocol.message import Message
 
 from .body_format import SinkPacker
@@ -44,6 +53,7 @@ __all__ = [
     "SinkColumns",
     "row_to_message",
     "dedup_key",
+    "sharding_hint",
     "PROP_QUERY_ID",
     "PROP_BATCH_ID",
     "PROP_PARTITION_ID",
@@ -58,8 +68,25 @@ PROP_ROW_INDEX = "spark.rowIndex"
 LINEAGE_PROPERTIES = (PROP_QUERY_ID, PROP_BATCH_ID, PROP_PARTITION_ID, PROP_ROW_INDEX)
 
 _STRING_COLUMNS = frozenset({"topic", "tags", "keys"})
-_ALLOWED = frozenset({"body", "value", "topic", "tags", "keys", "properties", "queueId"})
+_ALLOWED = frozenset({"body", "value", "topic", "tags", "keys", "properties", "queueId",
+                      "delayLevel"})
 _INT_TYPES = frozenset({"int", "integer", "bigint", "long", "smallint", "short", "tinyint", "byte"})
+_LONG_TYPES = frozenset({"bigint", "long"})
+
+
+def sharding_hint(value: str | int, long: bool = False) -> int:
+    """``abs(hashCode)`` of a sharding key as Java hashes it (``String``; ``Integer``, or
+    ``Long`` when ``long``): ``mqs[hint % len(mqs)]`` is ``SelectMessageQueueByHash``'s
+    queue."""
+    if isinstance(value, str):
+        h = java_string_hash(value)
+    elif long:
+        v = value & 0xFFFFFFFFFFFFFFFF  # Long.hashCode: (int)(v ^ (v >>> 32))
+        h = (v ^ (v >> 32)) & 0xFFFFFFFF
+        h = h - (1 << 32) if h >= (1 << 31) else h
+    else:
+        h = value  # Integer.hashCode
+    return abs(h)
 _SYSTEM_KEYS = MessageConst.SYSTEM_KEYS
 
 
@@ -74,20 +101,37 @@ class SinkColumns:
     keys: bool
     properties: bool
     queue_id: bool
+    delay_level: bool = False
+    sharding_key: str | None = None  # the shardingKeyColumn
+    sharding_long: bool = False  # hashed as a Java Long (a bigint column)
 
     @classmethod
     def from_schema(cls, fields: Iterable[tuple[str, str]], *, topic_option: str | None,
-                    packed: bool = False) -> SinkColumns:
+                    packed: bool = False, sharding_key: str | None = None) -> SinkColumns:
         """Validate ``(name, simpleString type)`` pairs of the DataFrame to write.
 
         ``packed``: bodyFormat msgpack or json; columns that are not reserved are data.
+        ``sharding_key``: the option shardingKeyColumn.
 
         Raises:
             MQClientError: no body/value column, both, a column of the wrong type, an
                 unknown column, or neither a topic column nor the topic option; packed, a
-                body or value column.
+                body or value column; a sharding key column that is missing, not a string
+                or integer, or beside a queueId column.
         """
-        types = {name: kind.lower() for name, kind in fields}
+        all_types = {name: kind.lower() for name, kind in fields}
+        if sharding_key is not None:
+            kind = all_types.get(sharding_key)
+            if kind is None:
+                raise MQClientError(f"option shardingKeyColumn={sharding_key!r} names no column "
+                                    f"of the DataFrame ({', '.join(all_types)})")
+            if kind != "string" and kind not in _INT_TYPES:
+                raise MQClientError(f"option shardingKeyColumn: column {sharding_key} must be a "
+                                    f"string or an integer, not {kind}")
+            if "queueId" in all_types:
+                raise MQClientError("option shardingKeyColumn and a queueId column both pick the "
+                                    "queue; drop one of them")
+        types = {n: k for n, k in all_types.items() if n != sharding_key or n in _ALLOWED}
         if packed:
             given = sorted({"body", "value"} & types.keys())
             if given:
@@ -102,8 +146,8 @@ class SinkColumns:
                 raise MQClientError(
                     f"format 'rocketmq' cannot write column(s) {', '.join(unknown)}; "
                     f"columns: body|value (binary or string, required), topic, tags, keys "
-                    f"(string), properties (map<string,string>), queueId (int); or set "
-                    f"bodyFormat=msgpack|json to pack columns into the body"
+                    f"(string), properties (map<string,string>), queueId, delayLevel (int); "
+                    f"or set bodyFormat=msgpack|json to pack columns into the body"
                 )
             if ("body" in types) == ("value" in types):
                 raise MQClientError("the DataFrame needs exactly one of the columns body and value")
@@ -117,8 +161,9 @@ class SinkColumns:
             raise MQClientError(
                 f"column properties must be map<string,string>, not {types['properties']}"
             )
-        if "queueId" in types and types["queueId"] not in _INT_TYPES:
-            raise MQClientError(f"column queueId must be an integer, not {types['queueId']}")
+        for name in ("queueId", "delayLevel"):
+            if name in types and types[name] not in _INT_TYPES:
+                raise MQClientError(f"column {name} must be an integer, not {types[name]}")
         if "topic" not in types and not topic_option:
             raise MQClientError("set the option topic or give the DataFrame a topic column")
         return cls(
@@ -129,6 +174,9 @@ class SinkColumns:
             keys="keys" in types,
             properties="properties" in types,
             queue_id="queueId" in types,
+            delay_level="delayLevel" in types,
+            sharding_key=sharding_key,
+            sharding_long=sharding_key is not None and all_types[sharding_key] in _LONG_TYPES,
         )
 
 
@@ -141,11 +189,12 @@ def row_to_message(
     row_index: int,
     packer: SinkPacker | None = None,
 ) -> tuple[Message, int | None]:
-    """One row -> the message to send and the queue id it asks for (None: any queue).
+    """One row -> the message to send and its queue hint (None: any queue; see the module
+    docstring).
 
     Raises:
-        MQClientError: null body or topic, a system key among the row's properties, or
-            (packed) a value the codec cannot represent.
+        MQClientError: null body or topic, a negative delay level, a system key among the
+            row's properties, or (packed) a value the codec cannot represent.
     """
     if packer is not None:
         try:
@@ -189,6 +238,16 @@ def row_to_message(
         keys=row["keys"] if columns.keys else None,
         properties=props,
     )
+    if columns.delay_level:
+        level = row["delayLevel"]
+        if level is not None:
+            if level < 0:
+                raise MQClientError(f"row {row_index}: delayLevel {level} must be >= 0 (0: none)")
+            if level:
+                msg.delay_time_level = int(level)
+    if columns.sharding_key is not None:
+        key = row[columns.sharding_key]
+        return msg, (sharding_hint(key, columns.sharding_long) if key is not None else None)
     queue_id = row["queueId"] if columns.queue_id else None
     return msg, (int(queue_id) if queue_id is not None else None)
 

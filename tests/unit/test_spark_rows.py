@@ -8,6 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from aiorocketmq.client.producer import SelectMessageQueueByHash
+from aiorocketmq.protocol.bodies import MessageQueue
 from aiorocketmq.protocol.codes import MessageConst
 from aiorocketmq.protocol.errors import MQClientError
 from aiorocketmq.protocol.message import MessageExt, decode_message, encode_message
@@ -115,3 +117,52 @@ def test_row_to_message_and_lineage() -> None:
                         "properties": None, "queueId": None}, cols,
                        default_topic=None, lineage=lineage, row_index=0)
     assert dedup_key({}) is None
+
+
+def test_delay_level_and_sharding_key_columns() -> None:
+    lineage = {PROP_BATCH_ID: "-1", PROP_PARTITION_ID: "0"}
+    cols = SinkColumns.from_schema([("body", "binary"), ("delayLevel", "int"),
+                                    ("orderId", "string")], topic_option="T",
+                                   sharding_key="orderId")
+    assert cols.delay_level and cols.sharding_key == "orderId" and not cols.sharding_long
+    msg, hint = row_to_message({"body": b"x", "delayLevel": 3, "orderId": "order-7"}, cols,
+                               default_topic="T", lineage=lineage, row_index=0)
+    assert msg.delay_time_level == 3 and "orderId" not in msg.properties
+    # SelectMessageQueueByHash's queue, for any number of queues.
+    mqs = [MessageQueue("T", "b", i) for i in range(7)]
+    assert mqs[hint % 7] == SelectMessageQueueByHash().select(mqs, msg, "order-7")
+    msg, hint = row_to_message({"body": b"x", "delayLevel": None, "orderId": None}, cols,
+                               default_topic="T", lineage=lineage, row_index=1)
+    assert hint is None and msg.delay_time_level == 0
+    with pytest.raises(MQClientError, match="row 2: delayLevel -1 must be >= 0"):
+        row_to_message({"body": b"x", "delayLevel": -1, "orderId": "a"}, cols,
+                       default_topic="T", lineage=lineage, row_index=2)
+    # An int column hashes as a Java Integer (as the producer hashes an int32), a bigint
+    # column as a Java Long, whatever its value.
+    ints = SinkColumns.from_schema([("body", "binary"), ("id", "int")], topic_option="T",
+                                   sharding_key="id")
+    longs = SinkColumns.from_schema([("body", "binary"), ("id", "bigint")], topic_option="T",
+                                    sharding_key="id")
+    for key in (5, -5, 2**31 - 1, -(2**31)):
+        _, hint = row_to_message({"body": b"x", "id": key}, ints, default_topic="T",
+                                 lineage=lineage, row_index=0)
+        assert mqs[hint % 7] == SelectMessageQueueByHash().select(mqs, msg, key)
+    for key in (5, -5, 2**40 + 3, -(2**40)):
+        _, hint = row_to_message({"body": b"x", "id": key}, longs, default_topic="T",
+                                 lineage=lineage, row_index=0)
+        assert hint == abs(_java_long_hash(key))
+    for fields, key, message in [
+        ([("body", "binary")], "nope", "names no column"),
+        ([("body", "binary"), ("k", "double")], "k", "must be a string or an integer"),
+        ([("body", "binary"), ("k", "string"), ("queueId", "int")], "k", "drop one of them"),
+        ([("body", "binary"), ("delayLevel", "string")], None, "delayLevel must be an integer"),
+    ]:
+        with pytest.raises(MQClientError, match=message):
+            SinkColumns.from_schema(fields, topic_option="T", sharding_key=key)
+
+
+def _java_long_hash(v: int) -> int:
+    """``Long.hashCode``, written out the long way."""
+    u = v % 2**64
+    h = (u ^ (u >> 32)) % 2**32
+    return h - 2**32 if h >= 2**31 else h
