@@ -85,6 +85,9 @@ _INVALID = -1
 _CRC_FAILED = -2
 _EMPTY = -3
 _ZERO_CHUNK = bytes(1024 * 1024)
+# The bytes a topic may hold (TopicValidator's ^[%|a-zA-Z0-9_-]+$): deleting them from a
+# stored topic must leave nothing.
+_TOPIC_BYTES = b"%|_-0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 
 class CommitLogRecovery(NamedTuple):
@@ -337,8 +340,9 @@ class CommitLog:
         p = body_start + body_len
         topic_len = mm[p]
         p += 1 + topic_len
-        if topic_len > 127 or p + 2 > pos + total:
-            return _INVALID
+        if topic_len == 0 or topic_len > 127 or p + 2 > pos + total \
+                or mm[p - topic_len:p].translate(None, _TOPIC_BYTES):
+            return _INVALID  # every stored topic passed the send's character check
         props_len = struct.unpack_from(">h", mm, p)[0]
         if props_len < 0 or p + 2 + props_len != pos + total:
             return _INVALID
@@ -452,6 +456,8 @@ class CommitLog:
                 if magic != MESSAGE_MAGIC_CODE or total <= 0 or pos + total > mf.wrote_position:
                     raise MessageDecodeError(f"bad record at {offset}: TOTALSIZE {total}")
                 req = dispatch_request_from_record(mf.mm, pos, self.delay_levels)
+                if not req.topic or req.topic.encode("utf-8", "replace").translate(None, _TOPIC_BYTES):
+                    raise MessageDecodeError(f"bad record at {offset}: topic {req.topic!r}")
             except MessageDecodeError as exc:
                 log.warn("store.redispatch_skipped", offset=offset,
                          skipped_to=min(next_segment, end), error=str(exc))

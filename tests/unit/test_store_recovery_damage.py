@@ -182,6 +182,34 @@ async def test_flipped_bits_cut_at_the_first_bad_record(tmp_path: Path, crash: b
         await store.shutdown()
 
 
+async def test_a_damaged_topic_ends_the_log_like_a_bad_crc(tmp_path: Path) -> None:
+    # No CRC covers a record's topic; a byte no topic may hold marks the record damaged
+    # (every stored topic passed the send's character check), instead of a queue directory
+    # with a NUL in its name stopping the start.
+    root = str(tmp_path / "s")
+    sent = await write_store(root)
+    victim = COUNT - 30
+    _, _, phy, size = sent.where[victim]
+    topic_at = phy + size - len(b"Damage") - 2 - _props_len(victim)
+    seg = phy - phy % SEGMENT
+    overwrite(Path(root) / "commitlog" / f"{seg:020d}", topic_at - seg, b"\0")
+    store, logs = await reopen(root)
+    try:
+        assert store.get_max_phy_offset() == phy
+        served = await check_served(store, sent, phy)
+        assert victim not in served
+        line = dropped_line(logs)
+        assert line is not None and str(line["commit_log"]) == f"bad record at {phy}"
+    finally:
+        await store.shutdown()
+
+
+def _props_len(i: int) -> int:
+    from aiorocketmq.protocol.message import encode_properties
+
+    return len(encode_properties(inner(i).properties).encode())
+
+
 async def test_zeroed_tail_of_written_data(tmp_path: Path) -> None:
     root = str(tmp_path / "s")
     sent = await write_store(root)
