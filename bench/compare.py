@@ -178,7 +178,10 @@ class Clients:
         cmd = (self._stock_cmd if client == "stock" else self._ours_cmd)(mode, broker.namesrv,
                                                                          options)
         b0 = process_cpu_seconds(broker.pid)
-        env = dict(os.environ, ROCKETMQ_SERIALIZE_TYPE=self.args.serialize)
+        env = dict(os.environ)
+        serialize = getattr(self.args, "serialize", None)  # bench.scale keeps the client default
+        if serialize:
+            env["ROCKETMQ_SERIALIZE_TYPE"] = serialize
         done = subprocess.run(cmd, capture_output=True, text=True, cwd=str(REPO), env=env,
                               timeout=self.args.timeout, check=False)
         b1 = process_cpu_seconds(broker.pid)
