@@ -73,6 +73,12 @@ Schema: ``topic string, brokerName string, queueId int, queueOffset long, msgId 
 tags string, keys string, body binary, bornTimestamp timestamp, storeTimestamp timestamp,
 bornHost string, reconsumeTimes int`` [``, properties map<string,string>``].
 
+Batch reads with ``spark.sql.python.filterPushdown.enabled=true`` push filters
+(``pushdown``): ``topic`` / ``brokerName`` / ``queueId`` ``=`` or ``IN`` plan only those
+queues, ``tags`` ``=`` or ``IN`` subscribe to those tags (TAG subExpressions), ``storeTimestamp``
+comparisons cut each queue's range by SEARCH_OFFSET_BY_TIMESTAMP, and ``keys`` ``=`` or
+``IN`` read only what QUERY_MESSAGE finds in the broker's key index.
+
 Sink: columns ``body`` (or ``value``; binary or string, required), ``topic``, ``tags``,
 ``keys``, ``properties`` (map), ``queueId``, ``delayLevel`` (int, the broker's delay level;
 0 or null: none); options ``nameServer``, ``topic``, ``producerGroup``, ``sendTimeoutMs``,

@@ -27,6 +27,10 @@ Contract (PySpark Python Data Source API, ``pyspark.sql.datasource``):
 * ``RocketMQBatchReader`` reads startingOffsets (or a starting time) to endingOffsets /
   endingTimestamp / endingOffsetsByTimestamp (a queue with nothing stored at or after its
   ending time is read to its max offset).
+  When Spark plans the read with filter pushdown (``spark.sql.python.filterPushdown.enabled``)
+  ``RocketMQDataSource.reader`` hands it ``RocketMQPushdownReader``, whose ``pushFilters``
+  narrows the queues, offsets and tags pulled (``pushdown``); otherwise the plain reader,
+  since PySpark refuses a reader with ``pushFilters`` while the setting is off.
 * Executor side, ``read(partition)`` opens its own ``BlockingLink``, pulls exactly the
   partition's ``[start, end)`` (no commits, no group membership: replay is exact) and
   yields one ``pyarrow.RecordBatch`` per ``link.RangeReader`` chunk (``rows.ARROW_BATCH_ROWS``
@@ -49,8 +53,9 @@ group's committed offset when it is above 0, else per startingOffsets.
 from __future__ import annotations
 
 import re
+import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -60,6 +65,7 @@ from pyspark.sql.datasource import (
     DataSourceStreamReader,
     DataSourceStreamWriter,
     DataSourceWriter,
+    Filter,
     InputPartition,
 )
 from pyspark.sql.streaming.datasource import (
@@ -74,7 +80,7 @@ from pyspark.sql.streaming.datasource import (
 from aiorocketmq.logs import get_logger
 from aiorocketmq.protocol.acl import SessionCredentials
 from aiorocketmq.protocol.bodies import build_subscription_data
-from aiorocketmq.protocol.errors import MQClientError, RemotingError
+from aiorocketmq.protocol.errors import MQBrokerError, MQClientError, RemotingError
 
 from .body_format import BodyDecoder, BodyFormat, check_body_fields
 from .columnar import ColumnarDecoder
@@ -90,7 +96,8 @@ from .offsets import (
     resolve_spec,
 )
 from .options import SourceOptions, TlsOptions, parse_sink_options, parse_source_options
-from .planning import backlog, byte_limit, plan_ranges, rate_limit, should_wait
+from .planning import QueueRange, backlog, byte_limit, plan_ranges, rate_limit, should_wait
+from .pushdown import Pushdown, push_filters
 from .rows import source_columns, source_schema, with_body_fields
 
 if TYPE_CHECKING:
@@ -98,7 +105,7 @@ if TYPE_CHECKING:
     from pyspark.sql.types import StructType
 
 __all__ = ["RocketMQDataSource", "RocketMQStreamReader", "RocketMQBatchReader",
-           "QueueRangePartition", "ReadSettings", "read_partition"]
+           "RocketMQPushdownReader", "QueueRangePartition", "ReadSettings", "read_partition"]
 
 log = get_logger("aiorocketmq.spark")
 
@@ -265,8 +272,27 @@ class _Planner:
         wanted = set(queues)
         return {q: ms for q, ms in per_queue or () if q in wanted}
 
-    def _search(self, view: RouteView, stamps: dict[QueueKey, int]) -> dict[QueueKey, int]:
+    def search(self, view: RouteView, stamps: dict[QueueKey, int]) -> dict[QueueKey, int]:
+        """SEARCH_OFFSET_BY_TIMESTAMP per queue (``link.offsets_for_timestamps``)."""
         return self.blocking.call(lambda link: link.offsets_for_timestamps(view, stamps))
+
+    def offsets_by_keys(self, view: RouteView, topics: Sequence[str], keys: frozenset[str],
+                        begin_ms: int | None, end_ms: int | None
+                        ) -> list[tuple[QueueKey, int]] | None:
+        """The messages whose KEYS hold one of ``keys`` (QUERY_MESSAGE per key, topic and
+        broker); None when a broker may have more than it answered, or refused."""
+        found: set[tuple[QueueKey, int]] = set()
+        for key in sorted(keys):
+            try:
+                got = self.blocking.run(self.blocking.link.offsets_by_key(
+                    view, topics, key, begin_ms=begin_ms or 0, end_ms=end_ms))
+            except MQBrokerError as exc:
+                log.info("spark.key_lookup_refused", key=key, error=str(exc))
+                return None
+            if got is None:
+                return None
+            found.update(got)
+        return sorted(found)
 
     def starting(self, view: RouteView, queues: Sequence[QueueKey], *, default: int) -> Offsets:
         """startingTimestamp / startingOffsetsByTimestamp / startingOffsets resolved for
@@ -282,7 +308,7 @@ class _Planner:
                               self.opts.starting_timestamps)
         # Searched before the max offsets are read: an answer at or past them means that
         # nothing was stored at or after the time (our broker answers the max offset then).
-        found = self._search(view, stamps) if stamps else {}
+        found = self.search(view, stamps) if stamps else {}
         mins, maxs = self.min_max(view, queues)
         rest = [q for q in queues if q not in stamps]
         out = resolve_spec(self.opts.starting_offsets, rest, mins, maxs, default=default)
@@ -307,19 +333,23 @@ class _Planner:
         stamps = self._stamps(queues, self.opts.ending_timestamp_ms, self.opts.ending_timestamps)
         rest = [q for q in queues if q not in stamps]
         out = resolve_spec(self.opts.ending_offsets, rest, mins, maxs, default=LATEST)
-        for q, offset in (self._search(view, stamps) if stamps else {}).items():
+        for q, offset in (self.search(view, stamps) if stamps else {}).items():
             out[q] = min(offset, maxs[q])
         return out
 
-    def partitions(self, start: Offsets, end: Offsets) -> list[QueueRangePartition]:
-        ranges = plan_ranges(start, end, self.opts.min_partitions,
-                             self.opts.max_records_per_partition)
+    def partitions(self, start: Offsets, end: Offsets,
+                   settings: ReadSettings | None = None) -> list[QueueRangePartition]:
+        return self.partitions_of(plan_ranges(start, end, self.opts.min_partitions,
+                                              self.opts.max_records_per_partition), settings)
+
+    def partitions_of(self, ranges: Sequence[QueueRange],
+                      settings: ReadSettings | None = None) -> list[QueueRangePartition]:
         if not ranges:
             return []
         view = self.ensure_view()
         if any(r.queue.broker_name not in view.broker_addrs for r in ranges):
             view = self.refresh()
-        settings = ReadSettings.of(self.opts)
+        settings = settings or ReadSettings.of(self.opts)
         out = []
         for r in ranges:
             addr = view.broker_addrs.get(r.queue.broker_name)
@@ -554,17 +584,20 @@ class RocketMQBatchReader(DataSourceReader):
     def partitions(self) -> Sequence[InputPartition]:
         planner = _Planner(self._opts)
         try:
-            view = planner.refresh()
-            planner.check_named(view)
-            queues = list(view.queues)
-            if not queues:
-                return []
-            start = planner.starting(view, queues, default=EARLIEST)
-            mins, maxs = planner.min_max(view, queues)
-            end = planner.ending(view, queues, mins, maxs)
-            return planner.partitions(start, end)
+            return self._partitions(planner)
         finally:
             planner.close()
+
+    def _partitions(self, planner: _Planner) -> list[QueueRangePartition]:
+        view = planner.refresh()
+        planner.check_named(view)
+        queues = list(view.queues)
+        if not queues:
+            return []
+        start = planner.starting(view, queues, default=EARLIEST)
+        mins, maxs = planner.min_max(view, queues)
+        end = planner.ending(view, queues, mins, maxs)
+        return planner.partitions(start, end)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         if not isinstance(partition, QueueRangePartition):
@@ -572,6 +605,80 @@ class RocketMQBatchReader(DataSourceReader):
             # with a bare InputPartition(None) (plan_data_source_read).
             return iter(())
         return read_partition(partition)
+
+
+class RocketMQPushdownReader(RocketMQBatchReader):
+    """The batch reader with ``pushFilters`` (``pushdown``): what Spark's filters exclude
+    is not pulled. Only used when Spark plans the read with filter pushdown on
+    (``spark.sql.python.filterPushdown.enabled``); see ``RocketMQDataSource.reader``."""
+
+    def __init__(self, opts: SourceOptions) -> None:
+        super().__init__(opts)
+        self._pushdown = Pushdown()
+
+    def pushFilters(self, filters: list[Filter]) -> Iterable[Filter]:
+        self._pushdown, rest = push_filters(filters, self._opts.expression_type)
+        if self._pushdown != Pushdown():
+            log.info("spark.filters_pushed", pushdown=repr(self._pushdown))
+        return rest
+
+    def _partitions(self, planner: _Planner) -> list[QueueRangePartition]:
+        p = self._pushdown
+        sub_expression = p.tag_expression(self._opts.sub_expression)
+        if p.empty or sub_expression is None:
+            return []
+        view = planner.refresh()
+        planner.check_named(view)
+        queues = [q for q in view.queues if p.admits(q)]
+        if not queues:
+            return []
+        start = planner.starting(view, queues, default=EARLIEST)
+        mins, maxs = planner.min_max(view, queues)
+        end = planner.ending(view, queues, mins, maxs)
+        if p.from_ms is not None:
+            found = planner.search(view, dict.fromkeys(queues, p.from_ms))
+            start = {q: max(start[q], found[q]) for q in queues}
+        if p.until_ms is not None:
+            found = planner.search(view, dict.fromkeys(queues, p.until_ms))
+            end = {q: min(end[q], found[q]) for q in queues}
+        settings = replace(ReadSettings.of(self._opts), sub_expression=sub_expression)
+        if p.keys is not None:
+            hits = planner.offsets_by_keys(view, sorted({q.topic for q in queues}), p.keys,
+                                           p.from_ms, p.until_ms)
+            if hits is not None:
+                return planner.partitions_of(_single_offsets(
+                    (q, o) for q, o in hits if q in start and start[q] <= o < end[q]), settings)
+        return planner.partitions(start, end, settings)
+
+
+def _single_offsets(hits: Iterable[tuple[QueueKey, int]]) -> list[QueueRange]:
+    """One range per run of consecutive offsets of a queue."""
+    out: list[QueueRange] = []
+    for q, o in sorted(hits):
+        if out and out[-1].queue == q and out[-1].end == o:
+            out[-1] = QueueRange(q, out[-1].start, o + 1)
+        else:
+            out.append(QueueRange(q, o, o + 1))
+    return out
+
+
+def _pushdown_planning() -> bool:
+    """Whether Spark is planning this read with filter pushdown: PySpark calls
+    ``DataSource.reader`` from its filter-pushdown worker then, and refuses a reader that
+    implements ``pushFilters`` anywhere else while ``spark.sql.python.filterPushdown.enabled``
+    is off (``DATA_SOURCE_PUSHDOWN_DISABLED``), without telling the data source which."""
+    frame = sys._getframe(1)
+    for _ in range(6):
+        frame = frame.f_back  # type: ignore[assignment]
+        if frame is None:
+            return False
+        if frame.f_globals.get("__name__") == _PUSHDOWN_WORKER or frame.f_code.co_filename.endswith(
+                _PUSHDOWN_WORKER.rsplit(".", 1)[1] + ".py"):
+            return True
+    return False
+
+
+_PUSHDOWN_WORKER = "pyspark.sql.worker.data_source_pushdown_filters"
 
 
 def _with_body_fields(opts: SourceOptions, schema: StructType) -> SourceOptions:
@@ -599,6 +706,8 @@ class RocketMQDataSource(DataSource):
 
     def reader(self, schema: StructType) -> DataSourceReader:
         opts = _with_body_fields(parse_source_options(self.options, streaming=False), schema)
+        if _pushdown_planning():
+            return RocketMQPushdownReader(opts)
         return RocketMQBatchReader(opts)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
