@@ -26,9 +26,10 @@ Source options (Spark Kafka source names where the concept is the same):
                             first offset stored at or after it
 ``startingOffsetsByTimestamp``  ``{"topic":{"broker":{"queueId":ms}}}``, per queue; queues
                             not named start as startingOffsets' default
-``startingOffsetsByTimestampStrategy``  a queue with nothing stored at or after its time:
-                            ``error`` (default: the query fails naming it) or ``latest``
-                            (it starts at its max offset)
+``startingOffsetsByTimestampStrategy``  a queue with nothing stored at or after its time
+                            when the query starts: ``error`` (default: the query fails
+                            naming it) or ``latest`` (it starts at its max offset); queues
+                            a running query takes on start at their end
 ``endingOffsets``           batch only: ``latest`` (default) or a JSON map as above
 ``endingTimestamp``         batch only: read what was stored before it (the first offset
                             stored at or after it is the end; a queue with none is read

@@ -294,9 +294,11 @@ class _Planner:
             found.update(got)
         return sorted(found)
 
-    def starting(self, view: RouteView, queues: Sequence[QueueKey], *, default: int) -> Offsets:
+    def starting(self, view: RouteView, queues: Sequence[QueueKey], *, default: int,
+                 strict: bool = True) -> Offsets:
         """startingTimestamp / startingOffsetsByTimestamp / startingOffsets resolved for
-        ``queues``.
+        ``queues``. ``strict=False`` (queues a running query takes on) treats the error
+        strategy as latest: the strategy is for the query's start, as Kafka's.
 
         Raises:
             MQClientError: a queue has nothing stored at or after its starting time and
@@ -314,7 +316,7 @@ class _Planner:
         out = resolve_spec(self.opts.starting_offsets, rest, mins, maxs, default=default)
         for q, offset in sorted(found.items()):
             if offset >= maxs[q]:
-                if self.opts.starting_timestamp_strategy == "error":
+                if strict and self.opts.starting_timestamp_strategy == "error":
                     option = ("startingTimestamp" if self.opts.starting_timestamp_ms is not None
                               else "startingOffsetsByTimestamp")
                     raise MQClientError(
@@ -410,7 +412,8 @@ class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             blocking.start_routine(beat)
         return view, blocking.call(lambda link: link.allocate(view, group))
 
-    def _new_queue_starts(self, view: RouteView, queues: list[QueueKey]) -> Offsets:
+    def _new_queue_starts(self, view: RouteView, queues: list[QueueKey], *,
+                          strict: bool = False) -> Offsets:
         if not queues:
             return {}
         if self._opts.assignment != "group":
@@ -427,7 +430,7 @@ class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 out[q] = committed
             else:
                 rest.append(q)
-        out.update(self._planner.starting(view, rest, default=LATEST))
+        out.update(self._planner.starting(view, rest, default=LATEST, strict=strict))
         return out
 
     # -- DataSourceStreamReader ---------------------------------------------------------------
@@ -436,7 +439,7 @@ class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         view, queues = self._queues()
         self._planner.check_named(view)
         if self._opts.assignment == "group":
-            offsets = self._new_queue_starts(view, queues)
+            offsets = self._new_queue_starts(view, queues, strict=True)
         else:
             offsets = self._planner.starting(view, queues, default=LATEST)
         self._last_batch_ms = _now_ms()

@@ -191,6 +191,27 @@ def test_starting_timestamp_strategy(spark: Any, name_server: str, broker_addr: 
         query.stop()
 
 
+def test_starting_timestamp_strategy_is_for_the_start_only(name_server: str,
+                                                           broker_addr: str) -> None:
+    # With assignment=group a running query takes on queues by startingOffsets' rules; a
+    # queue the topic gains later, empty, starts at its end instead of failing the query.
+    topic = "SparkTsStrategyLater"
+    _create_topic(name_server, broker_addr, topic, 2)
+    cut = _cut()
+    _send_to(name_server, topic, {0: _bodies("a", 2), 1: _bodies("b", 2)})
+    reader = RocketMQStreamReader(parse_source_options(
+        {"nameServer": name_server, "topic": topic, "startingTimestamp": str(cut),
+         "consumerGroup": "spark-ts-later", "assignment": "group"}, streaming=True))
+    try:
+        start = reader.initialOffset()
+        assert start == {topic: {BROKER: {"0": 0, "1": 0}}}
+        _create_topic(name_server, broker_addr, topic, 4)
+        end = reader.latestOffset(start, reader.getDefaultReadLimit())
+        assert end == {topic: {BROKER: {"0": 2, "1": 2, "2": 0, "3": 0}}}
+    finally:
+        reader.stop()
+
+
 # -- assign ------------------------------------------------------------------------------------
 
 
