@@ -26,9 +26,13 @@ that term (answer REJECT_TERM_NOT_READY), after which the candidate asks again a
 Unlike upstream, a node that follows a leader in a term refuses every other candidate of
 that term even if it has not voted in it (it learnt the leader from a heartbeat): with five
 members upstream could otherwise elect two leaders in one term. Randomized waits
-(``min_vote_interval_ms`` .. ``max_vote_interval_ms``) separate rounds. A follower that has
-not heard from its leader for ``max_heartbeat_leak * heartbeat_interval_ms`` becomes a
-candidate; a leader that has not had a quorum of heartbeat answers for as long steps down.
+(``min_vote_interval_ms`` .. ``max_vote_interval_ms``) separate rounds; a candidate told
+another member still has a leader asks again one heartbeat interval later (upstream:
+three). A follower that has not heard from its leader for ``max_heartbeat_leak *
+heartbeat_interval_ms`` becomes a candidate; a leader that has not had a quorum of
+heartbeat answers for as long steps down, and so does a leader whose heartbeat is answered
+with a larger term (upstream ignores that answer while a quorum answers: a member whose
+term ran ahead while its log fell behind could then never rejoin).
 
 Replication (``DLedgerEntryPusher``): per follower the leader goes COMPARE -> (TRUNCATE)
 -> APPEND, as upstream: it compares entries from its log end downwards until the follower
@@ -406,8 +410,11 @@ class RaftNode:
             self._next_vote_at = now + wait
             self._to_candidate(rnd.known_max_term, "a larger term answered")
         elif rnd.already_has_leader:
+            # Upstream waits max_heartbeat_leak heartbeats more; one is enough for a member
+            # that lost the same leader to notice (two followers timing out together otherwise
+            # both wait 6 s), and asking again in the same term disturbs no live leader.
             result = _Parse.WAIT_TO_REVOTE
-            self._next_vote_at = now + wait + t.heartbeat_interval_ms * t.max_heartbeat_leak
+            self._next_vote_at = now + wait + t.heartbeat_interval_ms
         elif not q(rnd.valid):
             result = _Parse.WAIT_TO_REVOTE
             self._next_vote_at = now + wait
@@ -423,7 +430,7 @@ class RaftNode:
             result = _Parse.WAIT_TO_VOTE_NEXT
             self._next_vote_at = now + wait
         self._parse = result
-        log.debug("dledger.vote_result", self_id=st.self_id, term=rnd.term, result=result.name,
+        log.info("dledger.vote_result", self_id=st.self_id, term=rnd.term, result=result.name,
                   accepted=rnd.accepted, not_ready=rnd.not_ready, valid=rnd.valid,
                   bigger_ledger=rnd.bigger_ledger, has_leader=rnd.already_has_leader)
         if result is _Parse.PASSED:
