@@ -8,7 +8,8 @@ Both directions by construction, then a failover that either kind may win:
   stock member joins and follows (our leader -> stock follower).
 
 In each group our Producer sends through the leader; the leader is then SIGKILLed, the
-two left elect a new leader (ours or stock, printed), sends resume, and the killed member
+two left elect a new leader (ours or stock, printed), sends (four at a time, so pushes
+carry batches of entries) resume, and the killed member
 restarts on its store and follows. Every member, stock and ours, then serves every
 acknowledged message from its own store, at the same commit-log offset; registrations are
 stock's (leader brokerId 0, followers ``dLegerSelfId``'s digits + 1). All members use the
@@ -27,10 +28,11 @@ import pytest
 from aiorocketmq.client import ClientConfig, Message, Producer
 from aiorocketmq.client.admin.api import MQAdmin
 from aiorocketmq.client.remoting import RemotingClient
-from aiorocketmq.protocol.bodies import TopicConfig
+from aiorocketmq.protocol.bodies import MessageQueue, TopicConfig
 from aiorocketmq.protocol.errors import RocketMQError
 from aiorocketmq.protocol.message import decode_offset_msg_id
 from tests.integration.test_dledger import (
+    GROUP,
     QUEUES,
     TOPIC,
     Node,
@@ -49,6 +51,10 @@ SEGMENT = str(16 * 1024 * 1024)
 PER_PHASE = 300
 
 Factory = Callable[[ServerProcess], ServerProcess]
+
+
+def producer_queue(queue_id: int) -> MessageQueue:
+    return MessageQueue(TOPIC, GROUP, queue_id)
 
 
 class Group:
@@ -118,21 +124,44 @@ async def run_group(group: Group, first: list[int], joiner: int) -> None:
                 await topic_known(admin, node.addr, 40)
         await producer.start()
 
+        sent = 0
+
         async def send_until(total: int) -> int:
+            """Four senders at once, so the leader pushes batches of entries too."""
             failed = 0
-            while len(acked) < total:
-                key = f"k{len(acked)}-{failed}"
-                try:
-                    r = await producer.send(Message(TOPIC, f"body-{key}".encode(), keys=key))
-                except RocketMQError:
-                    failed += 1
-                    await asyncio.sleep(0.1)
-                    continue
-                acked[key] = decode_offset_msg_id(r.offset_msg_id)[1]
+
+            async def worker() -> None:
+                nonlocal sent, failed
+                while len(acked) < total:
+                    key = f"k{sent}"
+                    sent += 1
+                    try:
+                        r = await producer.send(Message(TOPIC, f"body-{key}".encode(), keys=key))
+                    except RocketMQError:
+                        failed += 1
+                        await asyncio.sleep(0.1)
+                        continue
+                    acked[key] = decode_offset_msg_id(r.offset_msg_id)[1]
+
+            await asyncio.gather(*(worker() for _ in range(4)))
             return failed
+
+        async def send_batch(n: int) -> None:
+            """One SEND_BATCH_MESSAGE: n entries appended at once, pushed as one batch by our
+            leader (stock's pushes one by one)."""
+            nonlocal sent
+            keys = [f"b{sent + i}" for i in range(n)]
+            sent += n
+            r = await producer.send([Message(TOPIC, f"body-{k}".encode(), keys=k) for k in keys],
+                                    producer_queue(0))
+            assert r.offset_msg_id is not None
+            offsets = [decode_offset_msg_id(i)[1] for i in r.offset_msg_id.split(",")]
+            assert len(offsets) == n
+            acked.update(zip(keys, offsets, strict=True))
 
         await send_until(PER_PHASE)
         assert min(acked.values()) == 0x30  # entry 0 of a fresh group, whoever leads
+        await send_batch(16)
 
         group.kill(leader)
         killed = time.monotonic()
@@ -141,6 +170,7 @@ async def run_group(group: Group, first: list[int], joiner: int) -> None:
         failover = time.monotonic() - killed
         new_leader = by_addr[addrs[0]]
         failed = await send_until(2 * PER_PHASE)
+        await send_batch(16)
 
         group.start(leader)
         await wait_registered(admin, lambda a: a.get(leader.follower_id) == leader.addr
