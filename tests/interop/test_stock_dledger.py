@@ -3,7 +3,8 @@
 Both directions by construction, then a failover that either kind may win:
 
 * one of ours with two stock members: the stock pair starts first and elects a stock
-  leader; ours joins and follows it (stock leader -> our follower);
+  leader; ours joins and follows it (stock leader -> our follower), and is SIGKILLed and
+  restarted on its store under it, catching up;
 * two of ours with one stock member: our pair starts first and elects one of ours; the
   stock member joins and follows (our leader -> stock follower).
 
@@ -95,7 +96,8 @@ class Group:
         self.procs[node.index].kill()
 
 
-async def run_group(group: Group, first: list[int], joiner: int) -> None:
+async def run_group(group: Group, first: list[int], joiner: int, *,
+                    restart_joiner: bool = False) -> None:
     admin = MQAdmin(group.namesrv)
     client = RemotingClient()
     producer = Producer("DLedgerMixedProducer", config=ClientConfig(
@@ -162,6 +164,14 @@ async def run_group(group: Group, first: list[int], joiner: int) -> None:
         await send_until(PER_PHASE)
         assert min(acked.values()) == 0x30  # entry 0 of a fresh group, whoever leads
         await send_batch(16)
+        if restart_joiner:
+            # The joiner goes down (SIGKILL) while the other two go on, and comes back on its
+            # store: the leader compares, truncates if need be, and feeds it what it missed.
+            group.kill(nodes[joiner])
+            await send_until(PER_PHASE + PER_PHASE // 2)
+            group.start(nodes[joiner])
+            await wait_registered(admin, lambda a: a.get(nodes[joiner].follower_id)
+                                  == nodes[joiner].addr, 60, "the joiner back")
 
         group.kill(leader)
         killed = time.monotonic()
@@ -199,9 +209,10 @@ async def run_group(group: Group, first: list[int], joiner: int) -> None:
 async def test_ours_follows_a_stock_leader(tmp_path: Path, namesrv: ServerProcess,
                                            server_factory: Factory, stock_java: JavaEnv,
                                            stock_servers: list[JavaServer]) -> None:
-    """One of ours (n0) with two stock members (n1, n2): the stock pair elects the leader."""
+    """One of ours (n0) with two stock members (n1, n2): the stock pair elects the leader;
+    ours is also SIGKILLed and restarted under it."""
     group = Group(tmp_path, namesrv.address, {0}, server_factory, stock_servers)
-    await run_group(group, first=[1, 2], joiner=0)
+    await run_group(group, first=[1, 2], joiner=0, restart_joiner=True)
 
 
 async def test_stock_follows_our_leader(tmp_path: Path, namesrv: ServerProcess,
