@@ -31,7 +31,8 @@ master's HA address from the nameserver's answer, copies the master's metadata e
 (``slave_sync``), and runs neither the delay-level delivery nor the transaction check.
 
 DLedger mode (``enableDLegerCommitLog=true``, ``server/store/dledger``): the store is a
-``DLedgerMessageStore`` listening on its ``dLegerPeers`` address; no HA port. ``brokerId`` and
+``DLedgerMessageStore`` listening on its own ``dLegerPeers`` address (that host and port,
+whatever ``--host`` says); no HA port. ``brokerId`` and
 ``brokerRole`` of the config are ignored: the broker starts as a SLAVE registered with
 brokerId = ``dLegerSelfId``'s digits + 1, and ``dledger_role.py`` turns it into the master
 (brokerId 0, SYNC_MASTER) while its Raft node leads, once caught up. Timer messages are off
@@ -223,7 +224,7 @@ class BrokerController:
         if dledger:
             store = DLedgerMessageStore(self.store_config, store_host=c.broker_addr,
                                         broker_name=c.broker_name,
-                                        broker_cluster=c.broker_cluster_name, host=self.host)
+                                        broker_cluster=c.broker_cluster_name)
             c.broker_id = store.follower_broker_id
             self.dledger_roles = DLedgerRoleChangeHandler(self, store)
             store.on_role_change = self.dledger_roles.handle

@@ -102,10 +102,13 @@ class DLedgerMessageStore(MessageStore):
     """See the module docstring."""
 
     def __init__(self, config: MessageStoreConfig, *, store_host: str, broker_name: str = "",
-                 broker_cluster: str = "", host: str = "127.0.0.1", timing: Timing | None = None,
+                 broker_cluster: str = "", host: str | None = None, timing: Timing | None = None,
                  disk_used_ratio: Callable[[str], float] | None = None,
                  clock_ms: Callable[[], int] | None = None) -> None:
-        """Raises:
+        """``host``: the address the peer port binds; None binds the host of this member's
+        own ``dLegerPeers`` address (stock binds every interface).
+
+        Raises:
             ValueError: dLegerPeers / dLegerSelfId missing or malformed, or the self id not
                 among the peers.
         """
@@ -122,7 +125,7 @@ class DLedgerMessageStore(MessageStore):
             raise ValueError(f"dLegerSelfId {self.self_id} is not in dLegerPeers {config.d_leger_peers}")
         self.follower_broker_id = broker_id_of(self.self_id)
         self.group = config.d_leger_group or broker_name or "default"
-        self.host = host
+        self.host = host if host is not None else self.peers[self.self_id].rsplit(":", 1)[0].strip("[]")
         self.timing = timing or Timing()
         self.dledger_dir = os.path.join(config.store_path_root_dir, f"dledger-{self.self_id}")
         self.dstore = DLedgerMmapFileStore(self.dledger_dir, config.mapped_file_size_commit_log,
