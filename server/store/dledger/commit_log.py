@@ -29,7 +29,7 @@ from aiorocketmq.protocol.message import create_offset_msg_id, pack_stored_recor
 from ..commit_log import CommitLog
 from ..config import MessageStoreConfig
 from ..dispatcher import compute_tags_code
-from ..inner import AppendMessageResult, MessageExtBrokerInner
+from ..inner import AppendMessageResult, AppendMessageStatus, MessageExtBrokerInner
 from .entry import BODY_OFFSET
 from .mmap_store import DLedgerMmapFileStore
 
@@ -67,6 +67,12 @@ class DLedgerCommitLog(CommitLog):
         return self.dstore.end_pos
 
     # -- writing ------------------------------------------------------------------------
+
+    def prepare(self, inner: MessageExtBrokerInner
+                ) -> tuple[bytes, bytes, bytes, int, AppendMessageStatus | None]:
+        """Encoded topic and properties, store host, record size, or a refusal status
+        (``CommitLog``'s checks: properties, topic and message sizes)."""
+        return self._prepare(inner)
 
     def encode_record(self, inner: MessageExtBrokerInner, topic_b: bytes, props_b: bytes,
                       store_host: bytes, phys: int, now_ms: int) -> bytes:

@@ -416,7 +416,7 @@ class DLedgerMessageStore(MessageStore):
         cl = self.dledger_log
         prepared = []
         for inner in inners:
-            topic_b, props_b, store_host, size, refused = cl._prepare(inner)
+            topic_b, props_b, store_host, size, refused = cl.prepare(inner)
             if refused is not None:
                 return PutMessageResult(self._APPEND_STATUS[refused],
                                         AppendMessageResult(refused))
@@ -460,8 +460,11 @@ class DLedgerMessageStore(MessageStore):
         code = await asyncio.shield(committed)
         status = _put_status(code)
         if status is not PutMessageStatus.PUT_OK:
-            log.warn("store.dledger_put_not_committed", offset=result.wrote_offset,
-                     code=C(code).name if code in C._value2member_map_ else code)
+            try:
+                name: str | int = C(code).name
+            except ValueError:
+                name = code
+            log.warn("store.dledger_put_not_committed", offset=result.wrote_offset, code=name)
         return PutMessageResult(status, result)
 
     # ------------------------------------------------------------------ no HA, no retention
