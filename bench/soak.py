@@ -685,15 +685,17 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--drain-seconds", type=float, default=d.drain_seconds,
                    help="at most this long for the consumers to catch up at the end")
     p.add_argument("--keep", action="store_true", help="keep the work dir (stores and logs)")
+    p.add_argument("--log-level", default="ERROR",
+                   help="this process's (the clients') log level, to stderr (default ERROR)")
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    options = Options(**{k: v for k, v in vars(args).items()})
+    options = Options(**{k: v for k, v in vars(args).items() if k != "log_level"})
     if options.rate <= 0 or options.concurrency <= 0 or options.interval <= 0:
         raise SystemExit("soak: --rate, --concurrency and --interval must be positive")
-    configure_logging("console", "ERROR")
+    configure_logging("console", args.log_level)
     install_uvloop()
     workdir = Path(tempfile.mkdtemp(prefix="soak-"))
     soak = Soak(options, workdir)
