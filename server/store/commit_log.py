@@ -197,13 +197,14 @@ class CommitLog:
     def next_queue_offset(self, topic: str, queue_id: int) -> int:
         return self.topic_queue_table.get((topic, queue_id), 0)
 
-    def _encode_into(self, mf: MappedFile, inner: MessageExtBrokerInner, topic_b: bytes,
-                     props_b: bytes, store_host: bytes, now_ms: int) -> int:
-        phys = mf.file_from_offset + mf.wrote_position
+    def encode_record(self, inner: MessageExtBrokerInner, topic_b: bytes, props_b: bytes,
+                      store_host: bytes, phys: int, now_ms: int) -> bytearray:
+        """The stored record of ``inner`` at commit-log offset ``phys`` (after ``_prepare``);
+        fills in ``inner``'s store fields. Its queue offset comes from the table, which
+        the caller advances once the record is in the log."""
         tx = inner.sys_flag & 0xC
-        key = (inner.topic, inner.queue_id)
         counted = tx != _PREPARED and tx != _ROLLBACK
-        queue_offset = self.topic_queue_table.get(key, 0) if counted else 0
+        queue_offset = self.topic_queue_table.get((inner.topic, inner.queue_id), 0) if counted else 0
         sys_flag = inner.sys_flag & ~(_BORN_V6 | _STORE_V6)
         if len(inner.born_host) == 20:
             sys_flag |= _BORN_V6
@@ -215,15 +216,26 @@ class CommitLog:
             inner.born_timestamp, inner.born_host, now_ms, store_host, inner.reconsume_times,
             inner.prepared_transaction_offset, inner.body, props_b,
         )
-        mf.append(record)
-        if counted:
-            self.topic_queue_table[key] = queue_offset + 1
         inner.sys_flag = sys_flag
         inner.store_timestamp = now_ms
         inner.queue_offset = queue_offset
         inner.commit_log_offset = phys
         inner.msg_id = create_offset_msg_id(store_host, phys)
         inner.tags_code = compute_tags_code(inner.topic, inner.properties, now_ms, self.delay_levels)
+        return record
+
+    def advance_queue_offset(self, inner: MessageExtBrokerInner) -> None:
+        """The record of ``inner`` is in the log: its queue's next offset moves on."""
+        tx = inner.sys_flag & 0xC
+        if tx != _PREPARED and tx != _ROLLBACK:
+            self.topic_queue_table[(inner.topic, inner.queue_id)] = inner.queue_offset + 1
+
+    def _encode_into(self, mf: MappedFile, inner: MessageExtBrokerInner, topic_b: bytes,
+                     props_b: bytes, store_host: bytes, now_ms: int) -> int:
+        record = self.encode_record(inner, topic_b, props_b, store_host,
+                                    mf.file_from_offset + mf.wrote_position, now_ms)
+        mf.append(record)
+        self.advance_queue_offset(inner)
         return len(record)
 
     def append(self, inner: MessageExtBrokerInner) -> AppendMessageResult:

@@ -601,6 +601,32 @@ class MessageStore:
             return result
         return await result
 
+    def _refuse_put(self, inner: MessageExtBrokerInner) -> PutMessageResult | None:
+        """Why a put is refused before anything is written (the store's state, the topic's
+        length, a ``put_message_hooks`` hook), or None to append it."""
+        refused = self._check_store_status()
+        if refused is None and len(inner.topic.encode("utf-8")) > MAX_TOPIC_LENGTH:
+            refused = PutMessageStatus.MESSAGE_ILLEGAL
+        if refused is None:
+            for hook in self.put_message_hooks:
+                refused = hook(inner)
+                if refused is not None:
+                    break
+        return None if refused is None else PutMessageResult(refused)
+
+    def _refuse_batch(self, inners: Sequence[MessageExtBrokerInner]) -> PutMessageResult | None:
+        """``_refuse_put`` for a batch: also an empty one, or one of several topics or queues."""
+        refused = self._check_store_status()
+        if refused is not None:
+            return PutMessageResult(refused)
+        if not inners:
+            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL)
+        first = inners[0]
+        if (len(first.topic.encode("utf-8")) > MAX_TOPIC_LENGTH
+                or any(m.topic != first.topic or m.queue_id != first.queue_id for m in inners)):
+            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL)
+        return None
+
     def put_message_nowait(self, inner: MessageExtBrokerInner
                            ) -> PutMessageResult | Awaitable[PutMessageResult]:
         """``put_message`` without a coroutine when nothing has to be waited for.
@@ -612,17 +638,9 @@ class MessageStore:
         requested before this returns). The send hot path calls this to avoid a task
         per message (upstream ``asyncPutMessage`` likewise completes its future inline).
         """
-        refused = self._check_store_status()
+        refused = self._refuse_put(inner)
         if refused is not None:
-            return PutMessageResult(refused)
-        if len(inner.topic.encode("utf-8")) > MAX_TOPIC_LENGTH:
-            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL)
-        hooks = self.put_message_hooks
-        if hooks:
-            for hook in hooks:
-                refused = hook(inner)
-                if refused is not None:
-                    return PutMessageResult(refused)
+            return refused
         started = _perf()
         commit_log = self.commit_log
         commit_log.apply_delay(inner)
@@ -657,15 +675,10 @@ class MessageStore:
     def put_messages_nowait(self, inners: Sequence[MessageExtBrokerInner]
                             ) -> PutMessageResult | Awaitable[PutMessageResult]:
         """``put_messages`` answering at once when no flush wait is needed (see ``put_message_nowait``)."""
-        refused = self._check_store_status()
+        refused = self._refuse_batch(inners)
         if refused is not None:
-            return PutMessageResult(refused)
-        if not inners:
-            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL)
+            return refused
         first = inners[0]
-        if (len(first.topic.encode("utf-8")) > MAX_TOPIC_LENGTH
-                or any(m.topic != first.topic or m.queue_id != first.queue_id for m in inners)):
-            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL)
         started = _perf()
         try:
             self._reserve(first, len(inners), sum(self._key_count(m.properties) for m in inners))

@@ -24,11 +24,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 
 from aiorocketmq.protocol.codes import MessageSysFlag
-from aiorocketmq.protocol.message import create_offset_msg_id, pack_stored_record
+from aiorocketmq.protocol.message import pack_stored_record
 
 from ..commit_log import CommitLog
 from ..config import MessageStoreConfig
-from ..dispatcher import compute_tags_code
 from ..inner import AppendMessageResult, AppendMessageStatus, MessageExtBrokerInner
 from .entry import BODY_OFFSET
 from .mmap_store import DLedgerMmapFileStore
@@ -36,7 +35,6 @@ from .mmap_store import DLedgerMmapFileStore
 __all__ = ["DLedgerCommitLog", "MARKER_TOPIC"]
 
 MARKER_TOPIC = "rmq_sys_dledger_leader"
-_PREPARED = MessageSysFlag.TRANSACTION_PREPARED_TYPE
 _ROLLBACK = MessageSysFlag.TRANSACTION_ROLLBACK_TYPE
 _BORN_V6 = MessageSysFlag.BORNHOST_V6_FLAG
 _STORE_V6 = MessageSysFlag.STOREHOSTADDRESS_V6_FLAG
@@ -73,36 +71,6 @@ class DLedgerCommitLog(CommitLog):
         """Encoded topic and properties, store host, record size, or a refusal status
         (``CommitLog``'s checks: properties, topic and message sizes)."""
         return self._prepare(inner)
-
-    def encode_record(self, inner: MessageExtBrokerInner, topic_b: bytes, props_b: bytes,
-                      store_host: bytes, phys: int, now_ms: int) -> bytes:
-        """The stored record of ``inner`` at commit-log offset ``phys``; fills in ``inner``'s
-        store fields (queue offset from the table, which is not advanced here)."""
-        tx = inner.sys_flag & 0xC
-        counted = tx != _PREPARED and tx != _ROLLBACK
-        queue_offset = self.topic_queue_table.get((inner.topic, inner.queue_id), 0) if counted else 0
-        sys_flag = inner.sys_flag & ~(_BORN_V6 | _STORE_V6)
-        if len(inner.born_host) == 20:
-            sys_flag |= _BORN_V6
-        if len(store_host) == 20:
-            sys_flag |= _STORE_V6
-        record = pack_stored_record(
-            topic_b, inner.queue_id, inner.flag, queue_offset, phys, sys_flag,
-            inner.born_timestamp, inner.born_host, now_ms, store_host, inner.reconsume_times,
-            inner.prepared_transaction_offset, inner.body, props_b)
-        inner.sys_flag = sys_flag
-        inner.store_timestamp = now_ms
-        inner.queue_offset = queue_offset
-        inner.commit_log_offset = phys
-        inner.msg_id = create_offset_msg_id(store_host, phys)
-        inner.tags_code = compute_tags_code(inner.topic, inner.properties, now_ms, self.delay_levels)
-        return bytes(record)
-
-    def advance_queue_offset(self, inner: MessageExtBrokerInner) -> None:
-        """The entry of ``inner`` is in the log: its queue's next offset moves on."""
-        tx = inner.sys_flag & 0xC
-        if tx != _PREPARED and tx != _ROLLBACK:
-            self.topic_queue_table[(inner.topic, inner.queue_id)] = inner.queue_offset + 1
 
     def noop_record(self, term: int, self_id: str) -> tuple[int, Callable[[int], bytes]]:
         """(size, make_body) of the new-leader marker (module docstring)."""

@@ -44,7 +44,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from aiorocketmq.logs import get_logger
 from aiorocketmq.protocol.codes import MessageConst
-from aiorocketmq.protocol.message import MAX_TOPIC_LENGTH, MessageDecodeError, decode_message
+from aiorocketmq.protocol.message import MessageDecodeError, decode_message
 
 from ..checkpoint import StoreCheckpoint
 from ..config import ASYNC_FLUSH, MessageStoreConfig
@@ -385,29 +385,17 @@ class DLedgerMessageStore(MessageStore):
 
     def put_message_nowait(self, inner: MessageExtBrokerInner
                            ) -> PutMessageResult | Awaitable[PutMessageResult]:
-        refused = self._check_store_status()
+        refused = self._refuse_put(inner)
         if refused is not None:
-            return PutMessageResult(refused)
-        if len(inner.topic.encode("utf-8")) > MAX_TOPIC_LENGTH:
-            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL)
-        for hook in self.put_message_hooks:
-            refused = hook(inner)
-            if refused is not None:
-                return PutMessageResult(refused)
+            return refused
         self.commit_log.apply_delay(inner)
         return self._append([inner])
 
     def put_messages_nowait(self, inners: Sequence[MessageExtBrokerInner]
                             ) -> PutMessageResult | Awaitable[PutMessageResult]:
-        refused = self._check_store_status()
+        refused = self._refuse_batch(inners)
         if refused is not None:
-            return PutMessageResult(refused)
-        if not inners:
-            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL)
-        first = inners[0]
-        if (len(first.topic.encode("utf-8")) > MAX_TOPIC_LENGTH
-                or any(m.topic != first.topic or m.queue_id != first.queue_id for m in inners)):
-            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL)
+            return refused
         return self._append(inners)
 
     def _append(self, inners: Sequence[MessageExtBrokerInner]
@@ -430,7 +418,8 @@ class DLedgerMessageStore(MessageStore):
         for n, (inner, topic_b, props_b, store_host, size) in enumerate(prepared):
             def make(pos: int, inner: MessageExtBrokerInner = inner, topic_b: bytes = topic_b,
                      props_b: bytes = props_b, store_host: bytes = store_host) -> bytes:
-                return cl.encode_record(inner, topic_b, props_b, store_host, pos + BODY_OFFSET, now)
+                return bytes(cl.encode_record(inner, topic_b, props_b, store_host,
+                                              pos + BODY_OFFSET, now))
             try:
                 _, last = dledger.append(size, make)
             except RaftError as exc:
