@@ -4,16 +4,30 @@
 and waits for it to end, and does nothing when it is not running. Shared by the broker's
 periodic services (``AclFileWatcher``, ``SlaveSynchronize``,
 ``TransactionalMessageCheckService``), which keep their own loops.
+
+``await cancel_and_wait(tasks)``: cancel every task, then wait for each to end (a task's
+own CancelledError is swallowed; any other exception it ends with propagates). Services
+that own several tasks stop them with it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterable
 from typing import Any
 
-__all__ = ["Routine"]
+__all__ = ["Routine", "cancel_and_wait"]
+
+
+async def cancel_and_wait(tasks: Iterable[asyncio.Task[Any]]) -> None:
+    """Cancel every task, then wait for each to end (see the module docstring)."""
+    tasks = list(tasks)
+    for task in tasks:
+        task.cancel()
+    for task in tasks:
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
 
 
 class Routine:
@@ -31,6 +45,4 @@ class Routine:
     async def stop(self) -> None:
         task, self._task = self._task, None
         if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+            await cancel_and_wait((task,))

@@ -47,6 +47,7 @@ from aiorocketmq.protocol.codes import MessageConst, RequestCode, ResponseCode, 
 from aiorocketmq.protocol.command import RemotingCommand
 from aiorocketmq.protocol.fastjson import dumps, loads
 from aiorocketmq.protocol.message import MessageExt, encode_properties, socket_address_to_bytes
+from aiorocketmq.server.routine import cancel_and_wait
 from aiorocketmq.server.store.inner import MessageExtBrokerInner, PutMessageStatus
 
 from .config_manager import ConfigManager
@@ -195,11 +196,7 @@ class ScheduleMessageService(ConfigManager):
         stops leading: upstream ``handleScheduleMessageService(SLAVE)``). Idempotent."""
         self._running = False
         tasks, self._tasks = self._tasks, []
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_and_wait(tasks)
         self._wakeups.clear()
 
     async def stop(self) -> None:

@@ -28,7 +28,6 @@ Upstream: ``DLedgerRpcNettyService``, ``DLedgerServer`` (dledger 0.3.1.2).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import time
 from collections.abc import Callable
@@ -39,6 +38,7 @@ from aiorocketmq.protocol.channel import Channel
 from aiorocketmq.protocol.command import RemotingCommand
 from aiorocketmq.protocol.errors import RocketMQError
 from aiorocketmq.server.remoting import RemotingServer
+from aiorocketmq.server.routine import cancel_and_wait
 
 from .core import MakeBody, RaftNode
 from .entry import DLedgerEntry
@@ -127,11 +127,7 @@ class DLedgerServer:
             return
         self._stopped = True
         tasks, self._tasks = self._tasks, []
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_and_wait(tasks)
         self._fail_waiters(C.TERM_CHANGED)
         if self._server is not None:
             await self._server.stop()

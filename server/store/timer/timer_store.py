@@ -76,6 +76,7 @@ from aiorocketmq.logs import get_logger
 from aiorocketmq.protocol.codes import MessageConst, MessageSysFlag, ResponseCode, SystemTopic
 from aiorocketmq.protocol.javautil import java_string_hash
 from aiorocketmq.protocol.message import MessageExt, encode_properties, socket_address_to_bytes
+from aiorocketmq.server.routine import cancel_and_wait
 
 from ..inner import MessageExtBrokerInner, PutMessageResult, PutMessageStatus
 from .checkpoint import INFLIGHT_EXPIRED, INFLIGHT_NONE, INFLIGHT_UNIT, TimerCheckpoint
@@ -313,11 +314,7 @@ class TimerMessageStore:
             return
         self._state = "stopping"
         tasks, self._tasks = self._tasks, []
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_and_wait(tasks)
         try:
             await asyncio.get_running_loop().run_in_executor(None, self._flush_files, self._log().take_marked())
         except OSError as exc:
