@@ -143,6 +143,8 @@ OUR_CONFIG_KEYS = frozenset({
     # 5.x timer messages (server/store/timer), upstream 5.3.3's keys and defaults
     "timerWheelEnable", "timerMaxDelaySec", "timerPrecisionMs", "timerRollWindowSlot",
     "timerCongestNumEachSlot", "timerFlushIntervalMs", "mappedFileSizeTimerLog",
+    # DLedgerConfig's batch-push switch (server/store/dledger), which 4.9.7's broker does not read
+    "enableBatchPush",
 })
 ENVIRONMENT_CONFIG_KEYS = frozenset({
     "namesrvAddr", "listenPort", "storePathRootDir", "storePathCommitLog", "rocketmqHome",
