@@ -37,6 +37,14 @@ delivered, and send failures outside the restart windows (a window runs from the
 SIGTERM to ``--restart-grace`` seconds after the broker is ready again). The exit code is 1
 when any of those three is not zero.
 
+This process's own event loop is watched as well (``lag ms``: the most a 100 ms ticker
+was late in the window). When the loop could not run for more than
+:data:`STALL_SECONDS` (the process starved of CPU on a loaded machine, or blocked), a
+``#`` line says so, and send failures from the start of such a stall to a second after it
+are counted apart (``failed_in_client_stalls``), not against the brokers: a client that
+wakes after its timeouts are due fails requests whose answers already wait in its sockets
+(timers run before reads), as a stock client would.
+
 Nothing here imports the repository's ``tests``: the servers are started by the small
 :class:`Server` helper below, so the soak runs from an installed wheel. Bookkeeping is one
 byte per message (a ``bytearray`` indexed by sequence number), so this process's own RSS
@@ -103,6 +111,9 @@ SENT = 1  # SEND_OK (for a transaction: its half message)
 CONSUMED = 2
 DUPLICATE = 4  # consumed more than once
 FAILED = 8  # the send raised (after the producer's own retries)
+
+TICK = 0.1  # seconds between two ticks of the event-loop lag monitor
+STALL_SECONDS = 1.0  # a tick this late is a stall of the client process
 
 
 def kind_of(seq: int) -> str:
@@ -335,6 +346,7 @@ class Window:
     send_ms: list[float] = field(default_factory=list)
     tx_ms: list[float] = field(default_factory=list)
     e2e_ms: list[float] = field(default_factory=list)
+    lag_ms: float = 0.0
 
 
 @dataclass
@@ -351,7 +363,7 @@ class Options:
     keep: bool = False
 
 
-COLUMNS = ("t", "ops", "fail", "cons", "send p99 ms", "tx p99 ms", "e2e p99 ms",
+COLUMNS = ("t", "ops", "fail", "cons", "send p99 ms", "tx p99 ms", "e2e p99 ms", "lag ms",
            "a anon MiB", "a file MiB", "a fd", "a tasks", "b anon MiB", "b fd", "b tasks",
            "ns anon MiB", "ns fd", "ns tasks", "cl anon MiB", "cl fd", "cl tasks")
 
@@ -374,6 +386,7 @@ class Soak:
         self.failures: list[float] = []  # monotonic times of failed sends
         self.restarts: list[tuple[float, float]] = []  # (SIGTERM at, ready at)
         self.restarting_since: float | None = None
+        self.stalls: list[tuple[float, float]] = []  # (from, to) the client loop did not run
         self.began = 0.0
         self.body = b"s" * options.size
         self.namesrv: Server | None = None
@@ -560,7 +573,7 @@ class Soak:
         cells = [
             self._clock(), str(w.ops), str(w.failed), str(w.consumed),
             _fmt(percentile(w.send_ms, 99), 1), _fmt(percentile(w.tx_ms, 99), 1),
-            _fmt(percentile(w.e2e_ms, 99), 1),
+            _fmt(percentile(w.e2e_ms, 99), 1), _fmt(w.lag_ms, 1),
             _fmt(a_anon, 1), _fmt(a_file, 1), _fmt(open_fds(a.pid)), _fmt(tasks[0]),
             _fmt(rss_mib(b.pid)[0], 1), _fmt(open_fds(b.pid)), _fmt(tasks[1]),
             _fmt(rss_mib(ns.pid)[0], 1), _fmt(open_fds(ns.pid)), _fmt(tasks[2]),
@@ -577,15 +590,37 @@ class Soak:
             await self._report()
             next_at += self.o.interval
 
+    async def _lag_monitor(self) -> None:
+        """How late a 100 ms ticker runs: the window's worst, and stalls."""
+        while True:
+            due = time.monotonic() + TICK
+            await asyncio.sleep(TICK)
+            now = time.monotonic()
+            late = now - due
+            w = self.window
+            w.lag_ms = max(w.lag_ms, late * 1000)
+            if late > STALL_SECONDS:
+                self.stalls.append((due, now))
+                print(f"# {self._clock()} the client's event loop did not run for {late:.1f}s",
+                      flush=True)
+
     # -- the whole run ------------------------------------------------------------------
 
-    def _outside_restarts(self) -> int:
+    def _failures(self) -> tuple[int, int]:
+        """(failed sends outside restart windows and client stalls, failed in stalls)."""
         grace = self.o.restart_grace
         windows = list(self.restarts)
         if self.restarting_since is not None:
             windows.append((self.restarting_since, float("inf")))
-        return sum(1 for t in self.failures
-                   if not any(t0 <= t <= ready + grace for t0, ready in windows))
+        outside = in_stalls = 0
+        for t in self.failures:
+            if any(t0 <= t <= ready + grace for t0, ready in windows):
+                continue
+            if any(t0 <= t <= t1 + 1.0 for t0, t1 in self.stalls):
+                in_stalls += 1
+            else:
+                outside += 1
+        return outside, in_stalls
 
     def _verdict(self) -> tuple[int, int, int, int, int]:
         """(acknowledged and expected, lost, duplicates, rolled back yet delivered, failed)."""
@@ -636,12 +671,13 @@ class Soak:
         end = loop.time() + o.minutes * 60
         print("| " + " | ".join(COLUMNS) + " |", flush=True)
         print("|" + "---|" * len(COLUMNS), flush=True)
-        background = [asyncio.create_task(self._reporter(end), name="soak-reporter"),
+        background = [asyncio.create_task(self._lag_monitor(), name="soak-lag"),
+                      asyncio.create_task(self._reporter(end), name="soak-reporter"),
                       asyncio.create_task(self._restarts(end), name="soak-restarts"),
                       asyncio.create_task(self._rebalances(ns.address, end), name="soak-rebalances")]
         try:
             await asyncio.gather(*(self._worker(producer, tx, end) for _ in range(o.concurrency)))
-            await asyncio.gather(*background)
+            await asyncio.gather(*background[1:])
             # Drain: wait for every acknowledged message the consumers should get.
             self.traffic_done = True
             self._settle(0)
@@ -655,10 +691,11 @@ class Soak:
             await tx.shutdown()
             await producer.shutdown()
         expected, lost, dups, rolled_back, failed = self._verdict()
-        outside = self._outside_restarts()
+        outside, in_stalls = self._failures()
         print(f"SOAK ops={self.seq} acknowledged={expected} lost={lost} duplicates={dups} "
               f"rolled_back_delivered={rolled_back} failed={failed} "
-              f"failed_outside_restarts={outside} restarts={len(self.restarts)} "
+              f"failed_outside_restarts={outside} failed_in_client_stalls={in_stalls} "
+              f"client_stalls={len(self.stalls)} restarts={len(self.restarts)} "
               f"reports={self.rows}", flush=True)
         return 0 if lost == 0 and rolled_back == 0 and outside == 0 else 1
 
