@@ -5,7 +5,7 @@ Contract (docs/PROTOCOL.md 4.4, 4.11, 6.7, 6.9):
 * ``register_broker_all(oneway=...)`` sends REGISTER_BROKER with the whole topic table
   (each topic carrying the broker's perm when the broker is not both readable and
   writable) to every nameserver concurrently: two-way with ``registerBrokerTimeoutMills``
-  (6 s), or oneway (after a topic was auto-created). Header ``bodyCrc32`` is
+  (6 s), or oneway. Header ``bodyCrc32`` is
   ``crc32(body) & 0x7fffffff``.
 * ``register_topic(topic_config)``: the two-way registration carrying only that topic,
   sent after UPDATE_AND_CREATE_TOPIC (upstream ``registerIncrementBrokerData``).
@@ -19,13 +19,15 @@ Contract (docs/PROTOCOL.md 4.4, 4.11, 6.7, 6.9):
   slave learns its master's HA and broker addresses from it.
 * Failures are logged once per nameserver per attempt and never raised: a broker keeps
   serving while a nameserver is down.
-* ``request_register_oneway()`` may be called from plain handlers: it starts one task
-  owned by this object (coalesced while one is pending); ``stop()`` awaits it.
-* ``after_registration(result)``: a handler's result held back until a pending oneway
-  registration has been written (at most ``registerBrokerTimeoutMills``), as upstream
-  registers inside the request that auto-created a topic (``registerBrokerAll(false, true,
-  true)`` waits on its latch before the send is answered). A client that asks the
-  nameserver for the route right after its first send then finds the new topic.
+* ``request_register_oneway()`` may be called from plain handlers (a topic was
+  auto-created): it starts one task owned by this object (coalesced while one is
+  pending) that registers the whole table; ``stop()`` awaits it. Upstream writes that
+  registration oneway (``registerBrokerAll(false, true, true)``); ours waits for the
+  nameserver's answer, so the route is in the nameserver's table, not only on its way.
+* ``after_registration(result)``: a handler's result held back until that pending
+  registration is answered (at most ``registerBrokerTimeoutMills``), as upstream registers
+  inside the request that auto-created a topic before the send is answered. A client that
+  asks the nameserver for the route right after its first send then finds the new topic.
 """
 
 from __future__ import annotations
@@ -172,7 +174,10 @@ class BrokerOuterAPI:
         try:
             while True:
                 self._oneway_again = False
-                await self.register_broker_all(oneway=True)
+                # Two-way: the nameserver answers once the topic is in its routes. Upstream
+                # writes this one oneway, and then a client that asks the nameserver at once
+                # can overtake it (seen under load on two cores).
+                await self.register_broker_all(oneway=False)
                 if not self._oneway_again:
                     break
         finally:
