@@ -26,6 +26,8 @@ from pathlib import Path
 
 from aiorocketmq.client.atomic_file import write_file_atomic
 from aiorocketmq.logs import get_logger
+from aiorocketmq.protocol.bodies import string_to_properties
+from aiorocketmq.protocol.errors import ProtocolError
 
 __all__ = ["MemberState", "Role", "parse_peers", "broker_id_of", "TERM_PERSIST_FILE"]
 
@@ -76,17 +78,6 @@ def broker_id_of(self_id: str) -> int:
     return int(digits) + 1
 
 
-def _parse_properties(text: str) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for line in text.splitlines():
-        line = line.strip()
-        if not line or line[0] in "#!":
-            continue
-        key, _, value = line.partition("=")
-        out[key.strip()] = value.strip()
-    return out
-
-
 class MemberState:
     """The state every DLedger component of one node reads (see the module docstring)."""
 
@@ -116,9 +107,9 @@ class MemberState:
             return
         for candidate in (path, path.with_name(path.name + ".bak")):
             try:
-                props = _parse_properties(candidate.read_text(encoding="utf-8"))
+                props = string_to_properties(candidate.read_text(encoding="utf-8"))
                 term = int(props.get(_KEY_TERM, "0"))
-            except (OSError, ValueError):
+            except (OSError, ValueError, ProtocolError):
                 continue
             self.term = term
             self.vote_for = props.get(_KEY_VOTE) or None
