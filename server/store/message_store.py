@@ -388,12 +388,18 @@ class MessageStore:
         log.info("store.started", root=self.config.store_path_root_dir, last_exit_ok=self.last_exit_ok,
                  max_phy_offset=self.commit_log.max_offset, queues=len(self.consume_queue_table))
 
-    def _load_and_recover(self) -> None:
+    def _open_root(self) -> StoreCheckpoint:
+        """Create and lock the store directory, note whether the last run stopped cleanly,
+        and read the checkpoint (the first step of every store's ``_load_and_recover``)."""
         cfg = self.config
         os.makedirs(cfg.store_path_root_dir, exist_ok=True)
         self._lock_store_dir()
         self.last_exit_ok = not self.abort_file.exists()
         self.checkpoint = StoreCheckpoint(cfg.checkpoint_path)
+        return self.checkpoint
+
+    def _load_and_recover(self) -> None:
+        self._open_root()
         self.commit_log.load()
         self._load_consume_queues()
         if self.index is not None:

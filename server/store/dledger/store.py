@@ -46,7 +46,6 @@ from aiorocketmq.logs import get_logger
 from aiorocketmq.protocol.codes import MessageConst
 from aiorocketmq.protocol.message import MessageDecodeError, decode_message
 
-from ..checkpoint import StoreCheckpoint
 from ..config import ASYNC_FLUSH, MessageStoreConfig
 from ..dispatcher import DispatchRequest, compute_tags_code
 from ..flush import FlushService
@@ -207,11 +206,7 @@ class DLedgerMessageStore(MessageStore):
                  term=self.member_state.term, queues=len(self.consume_queue_table))
 
     def _load_and_recover(self) -> None:
-        cfg = self.config
-        os.makedirs(cfg.store_path_root_dir, exist_ok=True)
-        self._lock_store_dir()
-        self.last_exit_ok = not self.abort_file.exists()
-        cp = self.checkpoint = StoreCheckpoint(cfg.checkpoint_path)
+        cp = self._open_root()
         os.makedirs(self.dledger_dir, exist_ok=True)
         self.member_state = MemberState(self.group, self.self_id, self.peers, self.dledger_dir)
         ds = self.dstore
