@@ -64,6 +64,7 @@ class Faults:
     max_delay_ms: int = 60
     crash: float = 0.002  # per event, while a minority is down
     append: float = 0.05  # per event, a client append on the leader
+    transfer: float = 0.0  # per event, an admin asks the leader to hand over to another member
 
 
 @dataclass(order=True)
@@ -77,7 +78,10 @@ class _Event:
 class Cluster:
     """The simulated group plus the checker (module docstring)."""
 
-    def __init__(self, n: int, seed: int, faults: Faults) -> None:
+    def __init__(self, n: int, seed: int, faults: Faults, preferred: list[str] | None = None) -> None:
+        self.preferred = preferred
+        self.deferred: dict[int, tuple[object, ...]] = {}  # id(request) -> where its answer goes
+        self.admin_answers: list[tuple[str, LeadershipTransferRequest, RequestOrResponse]] = []
         self.rng = random.Random(seed)
         self.faults = faults
         self.ids = [f"n{i}" for i in range(n)]
@@ -111,8 +115,10 @@ class Cluster:
             state.term, state.vote_for = old.term, old.vote_for
         self.states[node_id] = state
         node = RaftNode(state, self.logs[node_id], timing=self.timing,
-                        rng=random.Random(self.rng.random()), noop_factory=self._noop, now=self.now)
+                        rng=random.Random(self.rng.random()), noop_factory=self._noop, now=self.now,
+                        preferred_leader_ids=self.preferred)
         node.role_listener = lambda term, role, n=node_id: self._on_role(n, term, role)
+        node.transfer_listener = lambda req, resp, n=node_id: self._on_deferred(n, req, resp)
         self.nodes[node_id] = node
 
     def _noop(self) -> tuple[int, object]:
@@ -207,11 +213,43 @@ class Cluster:
             resp = node.handle_push(req, self.now)
         else:
             assert isinstance(req, LeadershipTransferRequest)
-            resp = node.handle_leadership_transfer(req, self.now)
+            answer = node.handle_leadership_transfer(req, self.now)
+            self.flush(dst)
+            if answer is None:  # answered later, through transfer_listener
+                self.deferred[id(req)] = (src, epoch, dst, original, token, req, self.epoch[dst])
+                return
+            resp = answer
         self.flush(dst)
         for _ in range(self._deliveries()):
             self._schedule(self.now + self._delay(), "response", (src, epoch, dst, original,
                                                                   _wire(resp), token))
+
+    def _on_deferred(self, node_id: str, req: LeadershipTransferRequest,
+                     resp: RequestOrResponse) -> None:
+        where = self.deferred.pop(id(req), None)
+        if where is None:
+            self.admin_answers.append((node_id, req, resp))
+            return
+        src, epoch, dst, original, token, _req, dst_epoch = where
+        if dst_epoch != self.epoch[node_id]:
+            return  # answered by a node that crashed since: that answer never left
+        for _ in range(self._deliveries()):
+            self._schedule(self.now + self._delay(), "response", (src, epoch, dst, original,
+                                                                  _wire(resp), token))
+
+    def admin_transfer(self, transferee: str) -> LeadershipTransferRequest | None:
+        """What an admin tool sends: LEADERSHIP_TRANSFER to the leader (answered later)."""
+        node = self.leader()
+        if node is None:
+            return None
+        me = node.state.self_id
+        req = LeadershipTransferRequest(group=GROUP, remote_id=me, transfer_id=me,
+                                        transferee_id=transferee, term=node.term)
+        answer = node.handle_leadership_transfer(req, self.now)
+        if answer is not None:
+            self.admin_answers.append((me, req, answer))
+        self.flush(me)
+        return req
 
     def _ev_response(self, src: str, epoch: int, dst: str, original: RequestOrResponse,
                      resp: RequestOrResponse, token: object) -> None:
@@ -239,6 +277,8 @@ class Cluster:
                 self.crash(rng.choice(up))
         if rng.random() < f.append:
             self.client_append()
+        if f.transfer and rng.random() < f.transfer:
+            self.admin_transfer(rng.choice(self.ids))
 
     def leader(self) -> RaftNode | None:
         found = [n for n in self.nodes.values() if n.is_leader]
@@ -314,8 +354,9 @@ class Cluster:
                              f"{ {i: self.logs[i].committed_index for i in self.ids} }")
 
 
-def simulate(n: int, seed: int, events: int, faults: Faults) -> Cluster:
-    cluster = Cluster(n, seed, faults)
+def simulate(n: int, seed: int, events: int, faults: Faults,
+             preferred: list[str] | None = None) -> Cluster:
+    cluster = Cluster(n, seed, faults, preferred)
     cluster.run(events)
     cluster.heal_and_converge()
     return cluster
@@ -358,3 +399,83 @@ def test_fresh_group_first_entry_at_position_zero() -> None:
     entry = c.client_append()
     assert entry is not None and entry.index == 0 and entry.pos == 0
     assert entry.pos + 48 == 0x30
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_leadership_transfers_under_faults(seed: int) -> None:
+    """Admins asking for transfers at random (to any member, the leader included) while
+    messages are lost, duplicated and reordered: the safety properties hold throughout."""
+    c = simulate(3 if seed % 2 else 5, 3000 + seed, 6000,
+                 Faults(drop=0.1, duplicate=0.05, crash=0.003, transfer=0.01))
+    assert c.leaders
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_preferred_leader_under_faults(seed: int) -> None:
+    """With a preferred leader the group stays safe under faults, and once healed the
+    preferred member leads."""
+    c = simulate(3, 4000 + seed, 4000, Faults(drop=0.1, duplicate=0.05, crash=0.005),
+                 preferred=["n2"])
+    deadline = c.now + 60_000
+    while c.now < deadline:
+        c.step()
+        leader = c.leader()
+        if leader is not None and leader.state.self_id == "n2":
+            return
+    raise AssertionError(f"n2 never led after healing: leaders {c.leaders}")
+
+
+def _settle(c: Cluster) -> RaftNode:
+    deadline = c.now + 60_000
+    while c.now < deadline:
+        c.step()
+        leader = c.leader()
+        if leader is not None and all(
+                c.logs[i].committed_index == leader.log.end_index for i in c.ids):
+            return leader
+    raise AssertionError("no settled leader")
+
+
+def test_leadership_transfer_to_a_follower() -> None:
+    """The leader hands over: the transferee leads the next term, the answer is SUCCESS, and
+    appends are refused on the old leader while the transfer is under way."""
+    c = Cluster(3, 11, Faults(drop=0, duplicate=0, crash=0, append=0))
+    leader = _settle(c)
+    c.client_append()
+    leader = _settle(c)
+    term = leader.term
+    target = next(i for i in c.ids if i != leader.state.self_id)
+    req = c.admin_transfer(target)
+    assert req is not None and not c.admin_answers
+    with pytest.raises(RaftError):
+        leader.append(1, lambda pos: b"x", c.now)
+    deadline = c.now + 10_000
+    while not c.admin_answers and c.now < deadline:
+        c.step()
+    assert c.admin_answers, "no answer to the transfer"
+    (_, answered, resp) = c.admin_answers[0]
+    assert answered is req and resp.code == 200, resp
+    new = c.leader()
+    assert new is not None and new.state.self_id == target and new.term == term + 1
+    assert new.stats.leader_changes >= 2 and new.stats.last_election_term == term + 1
+
+
+def test_leadership_transfer_refusals() -> None:
+    """Refused at once: to an unknown member, in another term, by a follower."""
+    c = Cluster(3, 12, Faults(drop=0, duplicate=0, crash=0, append=0))
+    leader = _settle(c)
+    me = leader.state.self_id
+    follower = next(n for i, n in c.nodes.items() if i != me)
+
+    def ask(node: RaftNode, transferee: str, term: int) -> int:
+        req = LeadershipTransferRequest(group=GROUP, remote_id=node.state.self_id,
+                                        transfer_id=node.state.self_id, transferee_id=transferee,
+                                        term=term)
+        resp = node.handle_leadership_transfer(req, c.now)
+        assert resp is not None
+        return resp.code
+
+    assert ask(leader, "n9", leader.term) == 401  # UNKNOWN_MEMBER
+    other = next(i for i in c.ids if i != me)
+    assert ask(leader, other, leader.term + 5) == 407  # INCONSISTENT_TERM
+    assert ask(follower, me, follower.term) == 404  # NOT_LEADER

@@ -6,7 +6,8 @@ its messages:
 
 * ``tick(now)``: run the timers (heartbeats, election timeouts, push retries).
 * ``handle_vote / handle_heartbeat / handle_push / handle_leadership_transfer(request, now)``:
-  a peer's request; returns the response to send back.
+  a peer's request; returns the response to send back (a transfer may return None: its
+  answer comes later through ``transfer_listener(request, response)``).
 * ``on_response(peer, request, response, now)``: the answer to a request this node sent
   (``response`` None: the transport failed or timed out, upstream's ``NETWORK_ERROR``).
 * ``append(size, make_body, now)``: the leader appends an entry whose body
@@ -55,6 +56,21 @@ only right after a verified prefix, never truncates verified entries (a late dup
 TRUNCATE cannot undo acknowledged appends) and commits only up to it. Duplicated,
 reordered or lost messages therefore never break the log.
 
+Leadership transfer (``handleLeadershipTransfer`` / ``handleTakeLeadership``, same wire):
+LEADERSHIP_TRANSFER to the leader (``transferId`` = leader) sets the transferee, refuses
+appends (LEADER_TRANSFERRING) and sends the transferee a take-leadership request carrying
+the leader's end index; the transferee waits up to ``leadership_transfer_wait_timeout_ms``
+to reach it, then stands in the next term at once (30-100 ms vote waits) and answers when
+that election is decided; the leader passes the answer on and, on failure, takes appends
+again. The transfer is an ordinary election: votes still check logs and terms, so it
+cannot break the safety properties (the simulation runs transfers under faults). With
+``preferred_leader_ids`` a leader not among them hands over every
+``check_preferred_leader_ms`` to the live preferred member least behind, once fewer than
+``max_leadership_transfer_wait_index`` entries behind (``checkPreferredLeader``); a
+preferred member standing after a transfer refuses other candidates' votes when its log is
+as long (REJECT_TAKING_LEADERSHIP). ``stats`` (``RaftStats``) count leader changes and time
+the last leaderless stretch for the exporter.
+
 Upstream: ``DLedgerLeaderElector``, ``DLedgerEntryPusher`` (EntryDispatcher, EntryHandler,
 QuorumAckChecker), ``DLedgerServer.handle*`` (dledger 0.3.1.2).
 """
@@ -86,14 +102,15 @@ from .protocol import (
     VoteResult,
 )
 
-__all__ = ["RaftNode", "Timing", "RaftError", "NotLeaderError", "PendingFullError",
-           "MakeBody", "NoopFactory"]
+__all__ = ["RaftNode", "Timing", "RaftStats", "RaftError", "NotLeaderError", "PendingFullError",
+           "TransferringError", "MakeBody", "NoopFactory", "TransferListener"]
 
 log = get_logger("aiorocketmq.store.dledger")
 
 C = DLedgerResponseCode
 MakeBody = Callable[[int], bytes]
 NoopFactory = Callable[[], tuple[int, MakeBody]]
+TransferListener = Callable[[LeadershipTransferRequest, LeadershipTransferResponse], None]
 
 
 class RaftError(Exception):
@@ -130,6 +147,27 @@ class Timing:
     max_batch_bytes: int = 1024 * 1024
     max_inflight_pushes: int = 32
     max_pending_appends: int = 10000
+    # Leadership transfer (DLedgerConfig): a transferee may be at most this many entries
+    # behind the leader; it waits this long to catch up to the leader's end.
+    max_leadership_transfer_wait_index: int = 1000
+    leadership_transfer_wait_timeout_ms: int = 1000
+    check_preferred_leader_ms: int = 1000
+
+
+@dataclass(slots=True)
+class RaftStats:
+    """What the exporter shows of this member's elections (server/metrics).
+
+    ``leader_changes``: how many times this member learnt of a leader other than the last one
+    it knew (itself included). ``last_election_ms``: the last time it was without a leader,
+    from losing one (or starting) to knowing the next; ``last_election_term`` the term of
+    that leader. -1 until the first leader is known.
+    """
+
+    leader_changes: int = 0
+    last_election_ms: float = -1.0
+    last_election_term: int = -1
+    transfers: int = 0
 
 
 class _Parse(enum.Enum):
@@ -197,7 +235,7 @@ class RaftNode:
 
     def __init__(self, state: MemberState, raft_log: RaftLog, *, timing: Timing | None = None,
                  rng: random.Random | None = None, noop_factory: NoopFactory | None = None,
-                 now: float = 0.0) -> None:
+                 now: float = 0.0, preferred_leader_ids: list[str] | None = None) -> None:
         self.state = state
         self.log = raft_log
         self.timing = timing or Timing()
@@ -222,6 +260,21 @@ class RaftNode:
         self._verified_for: tuple[int, str | None] = (-1, None)
         self.transferee: str | None = None
         self._take_leadership_term = -1
+        # leadership transfer (module docstring): answers that come later go to this
+        self.transfer_listener: TransferListener | None = None
+        self.preferred_leader_ids = [p for p in preferred_leader_ids or [] if p]
+        # take-leadership requests in flight: id -> (the request that asked, the one sent)
+        self._transfers: dict[int, tuple[LeadershipTransferRequest | None,
+                                         LeadershipTransferRequest]] = {}
+        self._take: LeadershipTransferRequest | None = None  # the transferee's pending request
+        self._take_wait_until = 0.0
+        self._peer_live: dict[str, bool] = {}
+        self._next_preferred_check = now
+        # metrics
+        self.stats = RaftStats()
+        self._leaderless_since: float | None = now
+        self._last_known_leader: str | None = None
+        self._now = now
 
     # ------------------------------------------------------------------ queries
 
@@ -252,8 +305,20 @@ class RaftNode:
     # ------------------------------------------------------------------ transitions
 
     def _notify_role(self) -> None:
+        st = self.state
+        if st.leader_id is not None:
+            if self._leaderless_since is not None:
+                self.stats.last_election_ms = max(self._now - self._leaderless_since, 0.0)
+                self.stats.last_election_term = st.term
+                self._leaderless_since = None
+            if st.leader_id != self._last_known_leader:
+                self.stats.leader_changes += 1
+                self._last_known_leader = st.leader_id
+        elif self._leaderless_since is None:
+            self._leaderless_since = self._now
+        self._check_take(st.term, st.role)
         if self.role_listener is not None:
-            self.role_listener(self.state.term, self.state.role)
+            self.role_listener(st.term, st.role)
 
     def _to_candidate(self, term: int, why: str) -> None:
         st = self.state
@@ -269,6 +334,8 @@ class RaftNode:
                      known_term=term, was=was.value, why=why)
             self._peers.clear()
             self._notify_role()
+        else:
+            self._check_take(st.term, st.role)
 
     def _to_follower(self, leader_id: str, now: float) -> None:
         st = self.state
@@ -292,6 +359,8 @@ class RaftNode:
         self._hb_round = None
         self.transferee = None
         self._peers = {p: _Peer() for p in st.other_peers}
+        self._peer_live = {}
+        self._next_preferred_check = now + self.timing.check_preferred_leader_ms
         log.info("dledger.role_leader", self_id=st.self_id, term=st.term,
                  ledger_end=self.log.end_index, committed=self.log.committed_index)
         if self.log.committed_index < self.log.end_index and self.noop_factory is not None:
@@ -314,6 +383,9 @@ class RaftNode:
     # ------------------------------------------------------------------ timers
 
     def tick(self, now: float) -> None:
+        self._now = now
+        if self._take is not None:
+            self._check_take_wait(now)
         st = self.state
         if st.is_leader:
             self._maintain_leader(now)
@@ -439,6 +511,7 @@ class RaftNode:
     # ------------------------------------------------------------------ voter
 
     def handle_vote(self, req: VoteRequest, now: float) -> VoteResponse:
+        self._now = now
         return self._vote(req, False, now)
 
     def _vote(self, req: VoteRequest, self_vote: bool, now: float) -> VoteResponse:
@@ -474,13 +547,22 @@ class RaftNode:
             return answer(VoteResult.REJECT_TERM_NOT_READY)
         if req.term < self.log.end_term:
             return answer(VoteResult.REJECT_TERM_SMALL_THAN_LEDGER, self.log.end_term)
+        if (not self_vote and self._taking_leadership() and req.ledger_end_term == self.log.end_term
+                and self.log.end_index >= req.ledger_end_index):
+            return answer(VoteResult.REJECT_TAKING_LEADERSHIP)
         if st.vote_for != req.leader_id:
             st.set_vote_for(req.leader_id)
         return answer(VoteResult.ACCEPT)
 
+    def _taking_leadership(self) -> bool:
+        """``isTakingLeadership``: a preferred member standing after a transfer to it."""
+        return (bool(self.preferred_leader_ids) and self._take_leadership_term == self.state.term
+                and self.state.self_id in self.preferred_leader_ids)
+
     # ------------------------------------------------------------------ heartbeats
 
     def handle_heartbeat(self, req: HeartBeatRequest, now: float) -> HeartBeatResponse:
+        self._now = now
         st = self.state
         resp = HeartBeatResponse(term=st.term)
         if not st.is_peer(req.leader_id):
@@ -518,6 +600,8 @@ class RaftNode:
         if now - self._last_send_heartbeat > self.timing.heartbeat_interval_ms:
             self._heartbeat(now)
         self._dispatch(now)
+        if self.preferred_leader_ids:
+            self._check_preferred_leader(now)
 
     def _heartbeat(self, now: float) -> None:
         rnd = self._hb_round
@@ -542,6 +626,7 @@ class RaftNode:
         if rnd.done or peer in rnd.answered:
             return
         rnd.answered.add(peer)
+        self._peer_live[peer] = resp is not None and resp.code == C.SUCCESS
         if resp is not None:
             if resp.code == C.SUCCESS:
                 rnd.succ += 1
@@ -594,6 +679,8 @@ class RaftNode:
         Raises:
             NotLeaderError, TransferringError, PendingFullError, LogError, OSError.
         """
+        if now is not None:
+            self._now = now
         if not self.state.is_leader:
             raise NotLeaderError(f"{self.state.self_id} is not the leader (role {self.role.value})")
         if self.transferee is not None:
@@ -792,6 +879,7 @@ class RaftNode:
     # ------------------------------------------------------------------ follower: pushes
 
     def handle_push(self, req: PushEntryRequest, now: float) -> PushEntryResponse:
+        self._now = now
         st = self.state
         lg = self.log
 
@@ -896,35 +984,195 @@ class RaftNode:
     # ------------------------------------------------------------------ leadership transfer
 
     def handle_leadership_transfer(self, req: LeadershipTransferRequest,
-                                   now: float) -> LeadershipTransferResponse:
-        """Only the transferee's part (``handleTakeLeadership``): stand for election in the
-        next term at once. The leader's part answers UNSUPPORTED."""
+                                   now: float) -> LeadershipTransferResponse | None:
+        """A LEADERSHIP_TRANSFER request (``DLedgerServer.handleLeadershipTransfer``).
+
+        To the leader (``transferId`` = this node; sent by an admin tool): checks, sets the
+        transferee (appends are refused from then on) and sends the transferee a take-
+        leadership request; the answer is the transferee's, later. To the transferee: once its
+        log reaches ``takeLeadershipLedgerIndex`` (waiting up to
+        ``leadership_transfer_wait_timeout_ms``) it stands in the next term at once; the answer
+        comes when that election is decided (SUCCESS as leader, TAKE_LEADERSHIP_FAILED as a
+        follower, EXPIRED_TERM when a later term won). ``None``: answered later through
+        ``transfer_listener(req, response)``.
+        """
+        self._now = now
         st = self.state
-        resp = LeadershipTransferResponse().copy_base(req)
-        resp.term = st.term
-        if req.transferee_id == st.self_id:
+        if req.transfer_id is not None and req.transfer_id == st.self_id:
+            return self._begin_transfer(req, req.transferee_id, now)
+        if req.transferee_id is not None and req.transferee_id == st.self_id:
             if req.transfer_id != st.leader_id:
-                resp.code = C.INCONSISTENT_LEADER
-                return resp
-            if req.term != st.term:
-                resp.code = C.INCONSISTENT_TERM
-                return resp
+                return self._transfer_failed(req, C.INCONSISTENT_LEADER)
             if req.take_leadership_ledger_index > self.log.end_index:
-                resp.code = C.TAKE_LEADERSHIP_FAILED
-                return resp
-            self._take_leadership_term = st.term + 1
-            self._to_candidate(st.term + 1, f"leadership transfer from {req.transfer_id}")
-            self._need_increase = True
-            resp.code = C.SUCCESS
-            return resp
-        resp.code = C.UNSUPPORTED
+                if self._take is not None:
+                    self._answer_take(self._take, C.TAKE_LEADERSHIP_FAILED, st.term)
+                self._take = req
+                self._take_wait_until = now + self.timing.leadership_transfer_wait_timeout_ms
+                return None
+            return self._take_leadership(req)
+        resp = LeadershipTransferResponse(term=st.term)
+        resp.code = C.UNEXPECTED_ARGUMENT
         return resp
+
+    def transfer_leadership(self, transferee: str, now: float) -> LeadershipTransferResponse | None:
+        """This leader hands over to ``transferee`` (the preferred-leader check; a request of
+        an admin tool goes through ``handle_leadership_transfer``). None: under way."""
+        st = self.state
+        req = LeadershipTransferRequest(group=st.group, remote_id=st.self_id, local_id=st.self_id,
+                                        leader_id=st.leader_id, term=st.term,
+                                        transfer_id=st.self_id, transferee_id=transferee)
+        self._now = now
+        return self._begin_transfer(req, transferee, now, from_peer=False)
+
+    def _transfer_failed(self, req: LeadershipTransferRequest, code: int) -> LeadershipTransferResponse:
+        resp = LeadershipTransferResponse().copy_base(req)
+        resp.code = code
+        resp.leader_id = self.state.leader_id
+        return resp
+
+    def _begin_transfer(self, req: LeadershipTransferRequest, transferee: str | None, now: float,
+                        *, from_peer: bool = True) -> LeadershipTransferResponse | None:
+        st = self.state
+        if not st.is_peer(transferee) or transferee == st.self_id:
+            return self._transfer_failed(req, C.UNKNOWN_MEMBER)
+        assert transferee is not None
+        if req.term != st.term:
+            return self._transfer_failed(req, C.INCONSISTENT_TERM)
+        if not st.is_leader:
+            return self._transfer_failed(req, C.NOT_LEADER)
+        behind = self.log.end_index - self.peer_watermark(transferee)
+        if behind >= self.timing.max_leadership_transfer_wait_index:
+            return self._transfer_failed(req, C.FALL_BEHIND_TOO_MUCH)
+        if self.transferee is not None:
+            resp = LeadershipTransferResponse(term=st.term)
+            resp.code = C.LEADER_TRANSFERRING
+            return resp
+        self.transferee = transferee
+        self.stats.transfers += 1
+        take = LeadershipTransferRequest(group=st.group, remote_id=transferee, local_id=st.self_id,
+                                         leader_id=st.self_id, term=st.term,
+                                         transfer_id=st.self_id, transferee_id=transferee,
+                                         take_leadership_ledger_index=self.log.end_index)
+        self._transfers[id(take)] = (req if from_peer else None, take)
+        self.outbox.append((transferee, take))
+        log.info("dledger.leadership_transfer", self_id=st.self_id, term=st.term,
+                 transferee=transferee, behind=behind, end=self.log.end_index)
+        # Push to the transferee now: it must reach this end to stand.
+        p = self._peers.get(transferee)
+        if p is not None:
+            p.last_push = float("-inf")
+        return None
+
+    def _on_transfer_response(self, req: LeadershipTransferRequest,
+                              resp: LeadershipTransferResponse | None) -> None:
+        pending = self._transfers.pop(id(req), None)
+        if pending is None:
+            return
+        st = self.state
+        answer = resp if resp is not None else LeadershipTransferResponse(term=st.term)
+        if resp is None:
+            answer.code = C.NETWORK_ERROR
+        if answer.code != C.SUCCESS or (st.term == req.term and self.transferee is not None):
+            if st.term == req.term and self.transferee == req.transferee_id:
+                self.transferee = None  # failed (or not yet done): appends go on here
+        log.info("dledger.leadership_transfer_done", self_id=st.self_id, transferee=req.transferee_id,
+                 code=int(answer.code), term=answer.term)
+        client_req = pending[0]
+        if client_req is not None and self.transfer_listener is not None:
+            self.transfer_listener(client_req, answer)
+
+    def _take_leadership(self, req: LeadershipTransferRequest) -> LeadershipTransferResponse | None:
+        """``handleTakeLeadership``: stand in the next term at once."""
+        st = self.state
+        if req.term != st.term:
+            resp = LeadershipTransferResponse(term=st.term)
+            resp.code = C.INCONSISTENT_TERM
+            return resp
+        if self._take is not None and self._take is not req:
+            self._answer_take(self._take, C.TAKE_LEADERSHIP_FAILED, st.term)
+        self._take = req
+        self._take_wait_until = 0.0
+        self._take_leadership_term = st.term + 1
+        self._to_candidate(st.term + 1, f"leadership transfer from {req.transfer_id}")
+        self._need_increase = True
+        return None
+
+    def _check_take_wait(self, now: float) -> None:
+        """A transferee waiting to catch up (``handleLeadershipTransfer``'s wait loop)."""
+        req = self._take
+        if req is None or self._take_wait_until <= 0:
+            return
+        if self.log.end_index >= req.take_leadership_ledger_index:
+            self._take_wait_until = 0.0
+            answer = self._take_leadership(req)
+            if answer is not None:
+                self._answer_take(req, answer.code, answer.term)
+        elif now >= self._take_wait_until:
+            self._answer_take(req, C.TAKE_LEADERSHIP_FAILED, self.state.term)
+
+    def _check_take(self, term: int, role: Role) -> None:
+        """``TakeLeadershipTask.check``: on every role change of a standing transferee."""
+        req = self._take
+        target = self._take_leadership_term
+        if req is None or self._take_wait_until > 0 or target < 0:
+            return
+        if role is Role.CANDIDATE and term <= target:
+            return  # standing (a candidate's term reaches the target on its first round)
+        if term > target:
+            code = C.EXPIRED_TERM
+        elif term == target:
+            if role is Role.LEADER:
+                code = C.SUCCESS
+            elif role is Role.FOLLOWER:
+                code = C.TAKE_LEADERSHIP_FAILED
+            else:
+                return
+        elif role is Role.FOLLOWER:
+            code = C.TAKE_LEADERSHIP_FAILED
+        else:
+            code = C.INTERNAL_ERROR
+        self._answer_take(req, code, term)
+        self._take_leadership_term = -1
+
+    def _answer_take(self, req: LeadershipTransferRequest, code: int, term: int) -> None:
+        if self._take is req:
+            self._take = None
+            self._take_wait_until = 0.0
+        resp = LeadershipTransferResponse(term=term)
+        resp.code = code
+        log.info("dledger.take_leadership_done", self_id=self.state.self_id, code=int(code), term=term)
+        if self.transfer_listener is not None:
+            self.transfer_listener(req, resp)
+
+    def _check_preferred_leader(self, now: float) -> None:
+        """``checkPreferredLeader``: a leader not among the preferred ones hands over to the
+        live preferred member least behind, once it is fewer than
+        ``max_leadership_transfer_wait_index`` entries behind."""
+        if now < self._next_preferred_check:
+            return
+        self._next_preferred_check = now + self.timing.check_preferred_leader_ms
+        st = self.state
+        preferred = self.preferred_leader_ids
+        if not preferred or self.transferee is not None or st.self_id in preferred:
+            return
+        best: str | None = None
+        best_behind = 0
+        for peer in preferred:
+            if not st.is_peer(peer) or not self._peer_live.get(peer, False):
+                continue
+            behind = self.log.end_index - self.peer_watermark(peer)
+            if best is None or behind < best_behind:
+                best, best_behind = peer, behind
+        if best is not None and best_behind < self.timing.max_leadership_transfer_wait_index:
+            log.info("dledger.preferred_leader", self_id=st.self_id, transferee=best, behind=best_behind)
+            self.transfer_leadership(best, now)
 
     # ------------------------------------------------------------------ responses
 
     def on_response(self, peer: str, req: RequestOrResponse, resp: RequestOrResponse | None,
                     now: float) -> None:
         """The answer to ``req`` (sent to ``peer``), None when it failed or timed out."""
+        self._now = now
         if isinstance(req, VoteRequest):
             rnd = self._vote_round
             if rnd is not None and rnd.requests.get(peer) is req:
@@ -940,3 +1188,6 @@ class RaftNode:
         elif isinstance(req, PushEntryRequest):
             self._on_push_response(peer, req, resp if isinstance(resp, PushEntryResponse) else None,
                                    now)
+        elif isinstance(req, LeadershipTransferRequest):
+            self._on_transfer_response(req, resp if isinstance(resp, LeadershipTransferResponse)
+                                       else None)

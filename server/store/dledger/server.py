@@ -20,6 +20,9 @@ Contract:
   Raises ``RaftError`` (NOT_LEADER, LEADER_PENDING_FULL, ...), ``LogError`` or ``OSError``.
 * ``on_commit(index)`` and ``on_role_change(term, role)`` (set by the owner) are called
   from inside the node's step, before append futures are completed.
+* LEADERSHIP_TRANSFER is handled by a coroutine: it answers when the node has the answer
+  (the transferee's decision), at most ``rpc_timeout_ms`` + the transferee's catch-up wait
+  later (TIMEOUT then). ``transfer_leadership(transferee)`` starts one from this leader.
 * ``stop()`` stops listening, the timer and the client; pending appends fail (TERM_CHANGED).
 
 Upstream: ``DLedgerRpcNettyService``, ``DLedgerServer`` (dledger 0.3.1.2).
@@ -50,6 +53,7 @@ from .protocol import (
     GetEntriesResponse,
     HeartBeatRequest,
     LeadershipTransferRequest,
+    LeadershipTransferResponse,
     MetadataRequest,
     MetadataResponse,
     ProtocolBodyError,
@@ -96,8 +100,10 @@ class DLedgerServer:
         self._waiters: dict[int, tuple[int, asyncio.Future[int], float]] = {}
         self._kick_scheduled = False
         self._stopped = False
+        self._transfer_waiters: dict[int, asyncio.Future[LeadershipTransferResponse]] = {}
         node.commit_listener = self._committed
         node.role_listener = self._role_changed
+        node.transfer_listener = self._transfer_answered
 
     @property
     def port(self) -> int:
@@ -109,6 +115,7 @@ class DLedgerServer:
         server = RemotingServer(host=self.host, port=self.port, default_handler=self._unsupported)
         for code in DLedgerRequestCode:
             server.register(int(code), self._handle)
+        server.register(int(DLedgerRequestCode.LEADERSHIP_TRANSFER), self._handle_transfer)
         await server.start()
         self._server = server
         self._client = RemotingClient(connect_timeout=3.0)
@@ -129,6 +136,10 @@ class DLedgerServer:
         tasks, self._tasks = self._tasks, []
         await cancel_and_wait(tasks)
         self._fail_waiters(C.TERM_CHANGED)
+        for fut in self._transfer_waiters.values():
+            if not fut.done():
+                fut.cancel()
+        self._transfer_waiters.clear()
         if self._server is not None:
             await self._server.stop()
         if self._client is not None:
@@ -270,13 +281,53 @@ class DLedgerServer:
         except ProtocolBodyError as exc:
             log.warning("dledger.bad_request", peer=channel.remote_addr, code=request.code,
                         error=str(exc))
-            resp = resp_type(code=int(C.UNEXPECTED_ARGUMENT))
-            return request.create_response(int(C.SUCCESS), None, None, encode_body(resp))
+            bad = resp_type(code=int(C.UNEXPECTED_ARGUMENT))
+            return request.create_response(int(C.SUCCESS), None, None, encode_body(bad))
         resp = self._answer(req)
         self._flush()
+        if resp is None:  # a transfer (registered apart): not expected here
+            resp = resp_type(code=int(C.UNSUPPORTED))
         return request.create_response(int(C.SUCCESS), None, None, encode_body(resp))
 
-    def _answer(self, req: RequestOrResponse) -> RequestOrResponse:
+    async def _handle_transfer(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        """LEADERSHIP_TRANSFER: answered when the transfer is decided (the leader passes on
+        the transferee's answer; the transferee answers once its election is decided)."""
+        try:
+            req = decode_body(LeadershipTransferRequest, request.body)
+        except ProtocolBodyError as exc:
+            log.warning("dledger.bad_request", peer=channel.remote_addr, code=request.code,
+                        error=str(exc))
+            bad = LeadershipTransferResponse(code=int(C.UNEXPECTED_ARGUMENT))
+            return request.create_response(int(C.SUCCESS), None, None, encode_body(bad))
+        resp = self._answer(req)
+        if isinstance(resp, RequestOrResponse):
+            self._flush()
+            return request.create_response(int(C.SUCCESS), None, None, encode_body(resp))
+        fut: asyncio.Future[LeadershipTransferResponse] = asyncio.get_running_loop().create_future()
+        self._transfer_waiters[id(req)] = fut
+        self._flush()
+        wait = (self.node.timing.rpc_timeout_ms
+                + self.node.timing.leadership_transfer_wait_timeout_ms) / 1000.0
+        try:
+            answer = await asyncio.wait_for(fut, wait)
+        except TimeoutError:
+            answer = LeadershipTransferResponse(term=self.node.term, code=int(C.TIMEOUT))
+        finally:
+            self._transfer_waiters.pop(id(req), None)
+        return request.create_response(int(C.SUCCESS), None, None, encode_body(answer))
+
+    def _transfer_answered(self, req: LeadershipTransferRequest,
+                           resp: LeadershipTransferResponse) -> None:
+        fut = self._transfer_waiters.get(id(req))
+        if fut is not None and not fut.done():
+            fut.set_result(resp)
+
+    def transfer_leadership(self, transferee: str) -> None:
+        """Hand this leader's role to ``transferee`` (no answer awaited)."""
+        self.node.transfer_leadership(transferee, _now_ms())
+        self._flush()
+
+    def _answer(self, req: RequestOrResponse) -> RequestOrResponse | None:
         node = self.node
         st = node.state
         now = _now_ms()

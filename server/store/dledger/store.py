@@ -181,7 +181,8 @@ class DLedgerMessageStore(MessageStore):
             raise
         assert self.checkpoint is not None and self.member_state is not None
         node = RaftNode(self.member_state, self.dstore, timing=self.timing,
-                        noop_factory=self._noop, now=time.monotonic() * 1000.0)
+                        noop_factory=self._noop, now=time.monotonic() * 1000.0,
+                        preferred_leader_ids=(self.config.preferred_leader_id or "").split(";"))
         self.dledger = DLedgerServer(node, host=self.host)
         self.dledger.on_commit = self._on_commit
         self.dledger.on_role_change = self._role_changed
@@ -456,7 +457,8 @@ class DLedgerMessageStore(MessageStore):
     def get_commit_log_data(self, offset: int) -> memoryview | None:
         return None
 
-    def append_to_commit_log(self, start_offset: int, data: bytes | bytearray | memoryview) -> bool:
+    def append_to_commit_log(self, start_offset: int, data: bytes | bytearray | memoryview, *,
+                             dispatch: bool = True) -> bool:
         return False
 
     async def delete_expired_commit_log_files(self, *, now_ms: int | None = None) -> int:
