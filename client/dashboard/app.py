@@ -218,7 +218,8 @@ def build_app(config: DashboardConfig, *, admin: MQAdmin | None = None) -> web.A
     app[CONFIG] = config
     app[SESSIONS] = SessionStore(ttl_ms=config.session_ttl_ms)
     app[ADMIN] = admin if admin is not None else open_admin(config)
-    app[SERVICE] = DashboardService(app[ADMIN], max_scan_messages=config.max_scan_messages)
+    app[SERVICE] = DashboardService(app[ADMIN], max_scan_messages=config.max_scan_messages,
+                                    cache_ttl=config.cache_ttl_ms / 1000)
     app[SAMPLER] = LiveSampler(app[SERVICE], interval=config.sample_interval_ms / 1000)
     app.router.add_get("/api/session", _get_session)
     app.router.add_post("/api/login", _login)

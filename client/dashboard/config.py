@@ -8,6 +8,7 @@ The file (``mqdashboard -c dashboard.toml``; every key optional)::
     allow_anonymous_remote = false         # or --allow-anonymous-remote (see below)
     sample_interval_ms = 5000              # live charts: one sample per interval
     admin_timeout_ms = 5000                # budget of one admin call
+    cache_ttl_ms = 5000                    # topic / group lists are reused this long
 
     [acl]                                  # when the cluster has aclEnable=true
     access_key = "RocketMQ"
@@ -83,6 +84,8 @@ class DashboardConfig:
         sample_interval_ms: period of the live TPS / lag samples.
         admin_timeout_ms: budget of one admin call.
         max_scan_messages: cap of a message search by time range (upstream's 2000).
+        cache_ttl_ms: how long topic / group lists and group rows are reused (0: never);
+            the dashboard's own changes drop the cache at once.
     """
 
     namesrv_addr: str = ""
@@ -96,6 +99,7 @@ class DashboardConfig:
     sample_interval_ms: int = 5000
     admin_timeout_ms: int = 5000
     max_scan_messages: int = 2000
+    cache_ttl_ms: int = 5000
 
     def __post_init__(self) -> None:
         addr = self.namesrv_addr or os.environ.get(MixAll.NAMESRV_ADDR_ENV, "").strip()
@@ -120,6 +124,9 @@ class DashboardConfig:
                                ("max_scan_messages", self.max_scan_messages)):
             if positive <= 0:
                 raise DashboardConfigError(f"{name} must be positive, got {positive}")
+        if self.cache_ttl_ms < 0:
+            raise DashboardConfigError(f"cache_ttl_ms must be 0 (no cache) or more, got "
+                                       f"{self.cache_ttl_ms}")
         for user in self.users.values():
             if not is_password_hash(user.password_hash):
                 raise DashboardConfigError(

@@ -6,13 +6,16 @@ method   path                                  what
 GET      /api/session                          who am I, login required?, CSRF token
 POST     /api/login, /api/logout               ``{"username", "password"}``
 GET      /api/cluster                          brokers per cluster (``DashboardService.cluster``)
-GET      /api/topics?q=&kinds=normal,retry     topic list with search
+GET      /api/topics?q=&kinds=normal,retry     topic list with search, paged: ``page`` (from 1),
+         &page=&size=                          ``size`` (100, at most 500); the answer has
+                                               ``total``, ``pages``
 POST     /api/topics                           create or update (``topic``, ``cluster`` or
                                                ``broker_addr``, queue nums, ``perm``, ``order``)
 GET      /api/topics/{topic}                   route, per-queue offsets, consuming groups
 DELETE   /api/topics/{topic}                   ``{"confirm": "<topic>"}``
 POST     /api/topics/{topic}/messages          send a test message ``{"body", "tags", "keys"}``
-GET      /api/groups?q=&system=false           groups with members, lag, consume TPS
+GET      /api/groups?q=&system=false           one page of groups (``size`` 50) with members,
+         &page=&size=                          lag, consume TPS, ``subscription_consistent``
 GET      /api/groups/{group}                   members, subscriptions, per-queue lag
 POST     /api/groups/{group}/reset             ``{"topic", "timestamp_ms", "confirm": group}``
 POST     /api/groups/{group}/skip              ``{"topic"?, "confirm": group}``
@@ -46,7 +49,13 @@ from aiorocketmq.protocol.errors import (
 
 from .auth import Session
 from .sampler import LiveSampler
-from .service import DEFAULT_PREVIEW_BYTES, DashboardService, InputError, NotFoundError
+from .service import (
+    DEFAULT_PAGE_SIZE,
+    DEFAULT_PREVIEW_BYTES,
+    DashboardService,
+    InputError,
+    NotFoundError,
+)
 
 __all__ = ["SERVICE", "SAMPLER", "SESSION", "routes", "error_status", "error_body", "acting_user"]
 
@@ -57,6 +66,7 @@ SAMPLER = web.AppKey("sampler", LiveSampler)
 SESSION: Any = web.RequestKey("session", Session) if hasattr(web, "RequestKey") else "session"
 
 routes = web.RouteTableDef()
+DEFAULT_TOPIC_PAGE_SIZE = 100
 
 
 def error_status(exc: BaseException) -> int:
@@ -126,6 +136,13 @@ def _int_query(request: web.Request, key: str, default: int | None = None) -> in
                          f"got {raw[:40]!r}") from None
 
 
+def _paging(request: web.Request, default_size: int) -> tuple[int, int]:
+    page = _int_query(request, "page", 1)
+    size = _int_query(request, "size", default_size)
+    assert page is not None and size is not None
+    return page, size
+
+
 def _bool_query(request: web.Request, key: str) -> bool:
     raw = request.query.get(key, "false").lower()
     if raw not in ("true", "false", "1", "0"):
@@ -147,8 +164,9 @@ async def get_topics(request: web.Request) -> web.Response:
     bad = set(kinds) - {"normal", "retry", "dlq", "system"}
     if bad:
         raise InputError(f"unknown topic kind(s): {', '.join(sorted(bad))}")
-    return web.json_response(await _service(request).topics(request.query.get("q", ""),
-                                                            kinds=kinds))
+    page, size = _paging(request, DEFAULT_TOPIC_PAGE_SIZE)
+    return web.json_response(await _service(request).topics(
+        request.query.get("q", ""), kinds=kinds, page=page, size=size))
 
 
 @routes.post("/api/topics")
@@ -190,8 +208,10 @@ async def post_test_message(request: web.Request) -> web.Response:
 
 @routes.get("/api/groups")
 async def get_groups(request: web.Request) -> web.Response:
+    page, size = _paging(request, DEFAULT_PAGE_SIZE)
     return web.json_response(await _service(request).groups(
-        request.query.get("q", ""), include_system=_bool_query(request, "system")))
+        request.query.get("q", ""), include_system=_bool_query(request, "system"),
+        page=page, size=size))
 
 
 @routes.get("/api/groups/{group}")

@@ -16,8 +16,14 @@ What each page asks, following Apache rocketmq-dashboard's services (``ClusterSe
   minus its own.
 * topics: the nameserver's topic list (206) classified as normal / retry / DLQ / system;
   one topic: its route (105), GET_TOPIC_STATS_INFO (202), QUERY_TOPIC_CONSUME_BY_WHO (300).
-* groups: the subscription groups of every master (201); per group GET_CONSUME_STATS (208)
-  for lag and consume TPS and GET_CONSUMER_CONNECTION_LIST (203) for members.
+* groups: the subscription groups of every master (201); per group of the page shown
+  GET_CONSUME_STATS (208) for lag and consume TPS, GET_CONSUMER_CONNECTION_LIST (203) for
+  members and, with two or more members, GET_CONSUMER_RUNNING_INFO (307) of each client for
+  what it subscribes to (``subscription_issues``: where the clients disagree).
+
+Lists are paged (``page_of``) and the cluster info, topic list, group list and group rows
+are kept in a ``TtlCache`` for ``cache_ttl`` seconds; every change made through the service
+clears it.
 * messages: by time range, upstream's ``queryMessageByTopic`` (SEARCH_OFFSET_BY_TIMESTAMP
   per queue, then PULL_MESSAGE without committing, at most ``max_scan_messages``); by key,
   QUERY_MESSAGE (12); by id, VIEW_MESSAGE_BY_ID (33) for an offset id or QUERY_MESSAGE with
@@ -36,6 +42,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, TypeVar
 
@@ -47,6 +54,7 @@ from aiorocketmq.protocol.bodies import (
     ClusterInfo,
     ConsumeMessageDirectlyResult,
     ConsumerConnection,
+    ConsumerRunningInfo,
     ConsumeStats,
     MessageQueue,
     ProducerConnection,
@@ -83,8 +91,13 @@ __all__ = [
     "DEFAULT_PREVIEW_BYTES",
     "MAX_PREVIEW_BYTES",
     "MAX_TEST_BODY_BYTES",
+    "TtlCache",
+    "DEFAULT_PAGE_SIZE",
+    "MAX_PAGE_SIZE",
     "body_preview",
     "first_tps",
+    "page_of",
+    "subscription_issues",
     "topic_kind",
 ]
 
@@ -95,6 +108,8 @@ DEFAULT_PREVIEW_BYTES = 4096
 MAX_PREVIEW_BYTES = 64 * 1024
 MAX_TEST_BODY_BYTES = 64 * 1024
 MAX_QUEUE_NUMS = 1024
+DEFAULT_PAGE_SIZE = 50
+MAX_PAGE_SIZE = 500
 _MAX_CONCURRENT_CALLS = 8  # admin calls in flight for one page (groups, brokers)
 _PULL_BATCH = 32
 _LONG_MAX = 2**63 - 1
@@ -110,7 +125,110 @@ class NotFoundError(MQClientError):
     """The topic, group or message named by the request does not exist."""
 
 
+class TtlCache:
+    """Results of admin calls, each reused for ``ttl`` seconds (0: never kept).
+
+    One load per key at a time: a caller that finds a load under way awaits it instead of
+    asking the cluster again (the groups page, its 5 s refresh and the live sampler ask for
+    the same group list). ``clear()`` drops every entry, and a load that began before it
+    is not stored: after the dashboard's own change the next page shows the new state.
+    """
+
+    def __init__(self, ttl: float) -> None:
+        self.ttl = ttl
+        self._entries: dict[Any, tuple[float, Any]] = {}
+        self._loading: dict[Any, asyncio.Future[Any]] = {}
+        self._generation = 0
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    async def get(self, key: Any, load: Callable[[], Awaitable[T]]) -> T:
+        hit = self._entries.get(key)
+        if hit is not None and time.monotonic() - hit[0] < self.ttl:
+            value: T = hit[1]
+            return value
+        pending = self._loading.get(key)
+        if pending is not None:
+            shared: T = await asyncio.shield(pending)
+            return shared
+        generation = self._generation
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._loading[key] = future
+        try:
+            value = await load()
+        except BaseException as exc:
+            if isinstance(exc, asyncio.CancelledError):
+                future.cancel()
+            else:
+                future.set_exception(exc)
+                future.exception()  # retrieved: no "never retrieved" noise without waiters
+            raise
+        finally:
+            if self._loading.get(key) is future:
+                del self._loading[key]
+        if generation == self._generation and self.ttl > 0:
+            self._entries[key] = (time.monotonic(), value)
+            if len(self._entries) > 20_000:  # bounded: drop the oldest half
+                for old in sorted(self._entries, key=lambda k: self._entries[k][0]
+                                  )[:len(self._entries) // 2]:
+                    del self._entries[old]
+        future.set_result(value)
+        return value
+
+    def clear(self) -> None:
+        self._entries.clear()
+        self._generation += 1
+
+    def drop(self, key: Any) -> None:
+        """Forget ``key`` (a load under way still stores its value)."""
+        self._entries.pop(key, None)
+
+
 # -- pure helpers ---------------------------------------------------------------------------
+
+
+def page_of(rows: list[T], page: int, size: int) -> tuple[list[T], dict[str, int]]:
+    """Rows of the 1-based ``page`` of ``size`` rows, and the paging fields of an answer."""
+    _int_in(page, 1, _LONG_MAX, "page")
+    _int_in(size, 1, MAX_PAGE_SIZE, "size")
+    total = len(rows)
+    pages = max(1, -(-total // size))
+    start = (page - 1) * size
+    return rows[start:start + size], {"page": page, "size": size, "total": total,
+                                      "pages": pages}
+
+
+def _subscription_key(sub: dict[str, Any]) -> str:
+    expr = sub["expression"] or "*"
+    kind = sub.get("expression_type") or "TAG"
+    return expr if kind == "TAG" else f"{kind}: {expr}"
+
+
+def subscription_issues(clients: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Where the clients of one group disagree: per topic, the clients that do not subscribe
+    to it (``missing``) and the clients per expression (``by_expression``), for each topic
+    that not every client subscribes to the same way. ``clients`` are rows of
+    ``DashboardService.client_subscriptions`` (a client whose answer failed is left out)."""
+    known = [c for c in clients if c.get("subscriptions") is not None]
+    if len(known) < 2:
+        return []
+    topics = sorted({s["topic"] for c in known for s in c["subscriptions"]})
+    issues = []
+    for topic in topics:
+        by_expression: dict[str, list[str]] = {}
+        missing = []
+        for c in known:
+            subs = [s for s in c["subscriptions"] if s["topic"] == topic]
+            if not subs:
+                missing.append(c["client_id"])
+            for s in subs:
+                by_expression.setdefault(_subscription_key(s), []).append(c["client_id"])
+        if missing or len(by_expression) > 1:
+            issues.append({"topic": topic, "missing": missing,
+                           "by_expression": dict(sorted(by_expression.items()))})
+    return issues
+
 
 
 def first_tps(text: str | None) -> float:
@@ -246,10 +364,22 @@ class DashboardService:
         max_scan_messages: most messages a search by time range returns.
     """
 
-    def __init__(self, admin: MQAdmin, *, max_scan_messages: int = 2000) -> None:
+    def __init__(self, admin: MQAdmin, *, max_scan_messages: int = 2000,
+                 cache_ttl: float = 5.0) -> None:
         self.admin = admin
         self.max_scan_messages = max_scan_messages
+        self.cache = TtlCache(cache_ttl)
         self._limit = asyncio.Semaphore(_MAX_CONCURRENT_CALLS)
+
+    def changed(self) -> None:
+        """The dashboard changed the cluster: the next page reads it afresh."""
+        self.cache.clear()
+
+    async def _cluster_info(self) -> ClusterInfo:
+        return await self.cache.get("cluster_info", self.admin.cluster_info)
+
+    async def _topic_names(self) -> list[str]:
+        return await self.cache.get("topic_list", self.admin.topic_list)
 
     async def _bounded(self, fn: Callable[[Any], Awaitable[T]], item: Any) -> T:
         async with self._limit:  # the call is made only once a slot is free
@@ -319,22 +449,29 @@ class DashboardService:
         }
 
     async def cluster_names(self) -> list[str]:
-        return sorted((await self.admin.cluster_info()).cluster_addr_table)
+        return sorted((await self._cluster_info()).cluster_addr_table)
 
     # -- topics ------------------------------------------------------------------------
 
-    async def topics(self, query: str = "", *, kinds: Iterable[str] = ("normal",)
-                     ) -> dict[str, Any]:
-        """Topic names containing ``query`` (case-insensitive), of the given kinds."""
+    async def topic_rows(self, query: str = "", *, kinds: Iterable[str] = ("normal",)
+                         ) -> list[dict[str, str]]:
+        """Topic names containing ``query`` (case-insensitive), of the given kinds, sorted."""
         wanted = set(kinds)
-        names = await self.admin.topic_list()
-        info = await self.admin.cluster_info()
+        names = await self._topic_names()
+        info = await self._cluster_info()
         hidden = set(info.cluster_addr_table) | set(info.broker_addr_table)
         q = query.lower()
         rows = [{"topic": t, "kind": topic_kind(t)} for t in sorted(set(names))
                 if t not in hidden and q in t.lower()]
-        return {"topics": [r for r in rows if r["kind"] in wanted],
-                "clusters": sorted(info.cluster_addr_table)}
+        return [r for r in rows if r["kind"] in wanted]
+
+    async def topics(self, query: str = "", *, kinds: Iterable[str] = ("normal",),
+                     page: int = 1, size: int = MAX_PAGE_SIZE) -> dict[str, Any]:
+        """One page of ``topic_rows``, the paging fields and the cluster names.
+
+        The nameserver's list and the cluster info come from the cache (``cache_ttl``)."""
+        rows, paging = page_of(await self.topic_rows(query, kinds=kinds), page, size)
+        return {"topics": rows, **paging, "clusters": await self.cluster_names()}
 
     async def _route(self, topic: str) -> Any:
         try:
@@ -401,6 +538,7 @@ class DashboardService:
                 raise NotFoundError(f"'{broker_addr}' is not the address of a master broker")
             await self.admin.create_topic(broker_addr, config)
             done = [broker_addr]
+        self.changed()
         log.info("dashboard.topic_updated", user=user, topic=topic, brokers=done,
                  read_queue_nums=read_queue_nums, write_queue_nums=write_queue_nums, perm=perm,
                  order=order)
@@ -418,6 +556,7 @@ class DashboardService:
         done: list[str] = []
         for cluster in clusters:
             done.extend(await self.admin.delete_topic(topic, cluster))
+        self.changed()
         log.warning("dashboard.topic_deleted", user=user, topic=topic, clusters=clusters,
                     brokers=done)
         return {"topic": topic, "clusters": clusters, "brokers": done}
@@ -446,21 +585,41 @@ class DashboardService:
     # -- consumer groups ----------------------------------------------------------------
 
     async def group_names(self, *, include_system: bool = False) -> list[str]:
-        """Subscription groups of every master, merged."""
-        masters = [b.addr for b in await self.admin.brokers(masters_only=True)]
+        """Subscription groups of every master, merged (cached for ``cache_ttl``)."""
+        names = await self.cache.get("group_names", self._load_group_names)
+        if include_system:
+            return names
+        return [g for g in names if not _is_system_group(g)]
+
+    async def _load_group_names(self) -> list[str]:
+        info = await self._cluster_info()
+        masters = sorted(bd.broker_addrs[MixAll.MASTER_ID]
+                         for bd in info.broker_addr_table.values()
+                         if MixAll.MASTER_ID in bd.broker_addrs)
         tables = await self._each(self.admin.subscription_groups, masters)
         names: set[str] = set()
         for t in tables:
             if isinstance(t, dict):
                 names.update(t)
-        if not include_system:
-            names = {g for g in names if not _is_system_group(g)}
         return sorted(names)
 
+    async def _group_exists(self, group: str) -> bool:
+        """Whether ``group`` is a subscription group; a cached list that lacks it is read
+        again (the group may be newer than the cache)."""
+        if group in await self.group_names(include_system=True):
+            return True
+        self.cache.drop("group_names")
+        return group in await self.group_names(include_system=True)
+
     async def _group_summary(self, group: str) -> dict[str, Any]:
+        """One row of the group list; cached for ``cache_ttl`` (``as_of``: when it was read)."""
+        return await self.cache.get(("group_row", group), lambda: self._load_group_summary(group))
+
+    async def _load_group_summary(self, group: str) -> dict[str, Any]:
         row: dict[str, Any] = {"group": group, "members": 0, "consume_type": None,
                                "message_model": None, "version": None, "lag": 0,
-                               "consume_tps": 0.0, "topics": []}
+                               "consume_tps": 0.0, "topics": [], "subscription_consistent": None,
+                               "as_of": time.time_ns() // 1_000_000}
         try:
             stats = await self.admin.consume_stats(group)
             row["lag"] = stats.compute_total_diff()
@@ -478,21 +637,55 @@ class DashboardService:
         row["message_model"] = conn.message_model
         if conn.connection_set:
             row["version"] = MQVersion.desc(min(c.version for c in conn.connection_set))
+        if len(conn.connection_set) > 1:  # one client cannot disagree with itself
+            clients = await self.client_subscriptions(group, conn)
+            row["subscription_consistent"] = not subscription_issues(clients)
+        elif conn.connection_set:
+            row["subscription_consistent"] = True
         return row
 
-    async def groups(self, query: str = "", *, include_system: bool = False) -> dict[str, Any]:
-        """Every group with members, lag and consume TPS (upstream ``queryGroupList``)."""
+    async def groups(self, query: str = "", *, include_system: bool = False, page: int = 1,
+                     size: int = DEFAULT_PAGE_SIZE) -> dict[str, Any]:
+        """One page of groups with members, lag, consume TPS and whether their clients
+        subscribe alike (upstream ``queryGroupList``, paged: only the page's groups are
+        asked for their stats and connections, and those rows are cached)."""
         names = [g for g in await self.group_names(include_system=include_system)
                  if query.lower() in g.lower()]
-        rows = await self._each(self._group_summary, names)
+        shown, paging = page_of(names, page, size)
+        rows = await self._each(self._group_summary, shown)
         out = []
-        for name, row in zip(names, rows, strict=True):
+        for name, row in zip(shown, rows, strict=True):
             out.append(row if isinstance(row, dict) else {"group": name, "error": _describe(row)})
-        return {"groups": out}
+        return {"groups": out, **paging}
+
+    async def client_subscriptions(self, group: str, conn: ConsumerConnection
+                                   ) -> list[dict[str, Any]]:
+        """What each online client of ``group`` subscribes to, from its own running info
+        (GET_CONSUMER_RUNNING_INFO 307, as upstream's ``consumerStatus``; the broker's
+        connection list keeps one merged subscription table per group, so it cannot tell).
+        The group's own ``%RETRY%`` topic is left out: every push consumer has it."""
+        clients = sorted({c.client_id for c in conn.connection_set if c.client_id})
+
+        async def one(client_id: str) -> ConsumerRunningInfo:
+            return await self.admin.consumer_running_info(group, client_id)
+
+        infos = await self._each(one, clients)
+        out: list[dict[str, Any]] = []
+        for client_id, info in zip(clients, infos, strict=True):
+            if isinstance(info, ConsumerRunningInfo):
+                subs = sorted({(s.topic, s.sub_string or "*", s.expression_type or "TAG")
+                               for s in info.subscription_set
+                               if not s.topic.startswith(MixAll.RETRY_GROUP_TOPIC_PREFIX)})
+                out.append({"client_id": client_id, "error": None, "subscriptions": [
+                    {"topic": t, "expression": e, "expression_type": x} for t, e, x in subs]})
+            else:
+                out.append({"client_id": client_id, "error": _describe(info),
+                            "subscriptions": None})
+        return out
 
     async def _consume_stats(self, group: str) -> ConsumeStats:
         _check_group(group)
-        if group not in await self.group_names(include_system=True):
+        if not await self._group_exists(group):
             raise NotFoundError(f"consumer group '{group}' does not exist")
         return await self.admin.consume_stats(group)
 
@@ -512,7 +705,9 @@ class DashboardService:
                                "consume_tps": round(stats.consume_tps, 2), "queues": queues,
                                "lag_by_topic": per_topic, "online": False, "members": [],
                                "subscriptions": [], "consume_type": None,
-                               "message_model": None, "consume_from_where": None}
+                               "message_model": None, "consume_from_where": None,
+                               "clients": [], "subscription_issues": [],
+                               "subscription_consistent": None}
         try:
             conn = await self.admin.consumer_connection(group)
         except MQBrokerError as exc:
@@ -521,6 +716,9 @@ class DashboardService:
             return out
         out.update(self._connection_view(conn))
         out["online"] = bool(conn.connection_set)
+        out["clients"] = await self.client_subscriptions(group, conn)
+        out["subscription_issues"] = subscription_issues(out["clients"])
+        out["subscription_consistent"] = not out["subscription_issues"]
         return out
 
     @staticmethod
@@ -549,7 +747,7 @@ class DashboardService:
                 timestamp_ms < 0 and timestamp_ms != -1):
             raise InputError(f"timestamp_ms must be epoch milliseconds or -1, got {timestamp_ms!r}")
         await self._route(topic)
-        if group not in await self.group_names(include_system=True):
+        if not await self._group_exists(group):
             raise NotFoundError(f"consumer group '{group}' does not exist")
         try:
             table = await self.admin.reset_offset_by_time(topic, group, timestamp_ms, force=force)
@@ -560,6 +758,7 @@ class DashboardService:
                 raise
             mode = "offline"
             offsets = await self._reset_offline(topic, group, timestamp_ms, force=force)
+        self.changed()
         log.warning("dashboard.offset_reset", user=user, group=group, topic=topic,
                     timestamp_ms=timestamp_ms, mode=mode, queues=len(offsets))
         return {"group": group, "topic": topic, "timestamp_ms": timestamp_ms, "mode": mode,
@@ -715,7 +914,7 @@ class DashboardService:
                             + (f" in topic '{topic}'" if topic else ""))
 
     async def _user_topics(self) -> list[str]:
-        return [t["topic"] for t in (await self.topics())["topics"]]
+        return [t["topic"] for t in await self.topic_rows()]
 
     async def _by_unique_key(self, topic: str, uniq_key: str) -> MessageExt | None:
         try:
@@ -775,7 +974,7 @@ class DashboardService:
 
     async def sample(self, groups: list[str]) -> dict[str, Any]:
         """One live sample: TPS in/out per broker and lag per group (``sampler``)."""
-        info: ClusterInfo = await self.admin.cluster_info()
+        info: ClusterInfo = await self._cluster_info()
         masters = sorted((name, bd.broker_addrs[MixAll.MASTER_ID])
                          for name, bd in info.broker_addr_table.items()
                          if MixAll.MASTER_ID in bd.broker_addrs)

@@ -25,11 +25,17 @@ function h(tag, attrs, ...children) {
   return el;
 }
 
+const pad2 = (n) => String(n).padStart(2, "0");
+const ymd = (d) => `${d.getFullYear()}-${pad2(d.getMonth() + 1)}-${pad2(d.getDate())}`;
+const hms = (d) => `${pad2(d.getHours())}:${pad2(d.getMinutes())}:${pad2(d.getSeconds())}`;
+
 const fmt = {
   num: (n) => (n === null || n === undefined) ? "-" : Number(n).toLocaleString("en-US"),
   tps: (n) => (n === null || n === undefined) ? "-" : Number(n).toFixed(2),
   pct: (r) => (r === null || r === undefined) ? "-" : (r * 100).toFixed(1) + "%",
-  time: (ms) => (!ms || ms <= 0) ? "-" : new Date(ms).toLocaleString("sv-SE"),
+  // 24-hour local times, whatever the browser's locale: 2024-05-01 17:03:09
+  time: (ms) => (!ms || ms <= 0) ? "-" : `${ymd(new Date(ms))} ${hms(new Date(ms))}`,
+  clock: (ms) => (!ms || ms <= 0) ? "-" : hms(new Date(ms)),
   bytes: (n) => {
     if (n === null || n === undefined) return "-";
     const u = ["B", "KiB", "MiB", "GiB", "TiB"]; let i = 0; let v = n;
@@ -122,6 +128,18 @@ function stat(label, value, id) {
            h("div", { class: "v", id: id || null }, value));
 }
 
+// "1-50 of 2,000" with previous / next; go(page) shows another page.
+function pager(data, id, go) {
+  const from = data.total ? (data.page - 1) * data.size + 1 : 0;
+  const to = Math.min(data.page * data.size, data.total);
+  return h("div", { class: "pager", id },
+    h("button", { class: "prev", disabled: data.page <= 1 ? true : null,
+                  onclick: () => go(data.page - 1) }, "\u2039 Previous"),
+    h("span", { class: "range" }, `${fmt.num(from)}\u2013${fmt.num(to)} of ${fmt.num(data.total)}`),
+    h("button", { class: "next", disabled: data.page >= data.pages ? true : null,
+                  onclick: () => go(data.page + 1) }, "Next \u203a"));
+}
+
 // -- a tiny SVG line chart ----------------------------------------------------------------
 
 const COLORS = ["#1f6feb", "#e8590c", "#2e7d32", "#8e24aa", "#c62828", "#00838f", "#6d4c41"];
@@ -192,7 +210,8 @@ async function pageCluster(main) {
 async function pageTopics(main, query) {
   const q = query.get("q") || "";
   const kinds = query.get("kinds") || "normal";
-  const data = await api("GET", `/api/topics?q=${encodeURIComponent(q)}&kinds=${kinds}`);
+  const pageNo = Number(query.get("page")) || 1;
+  const data = await api("GET", `/api/topics?q=${encodeURIComponent(q)}&kinds=${kinds}&page=${pageNo}`);
   const search = h("input", { id: "topic-search", placeholder: "search topics", value: q });
   const sys = h("input", { type: "checkbox", id: "topic-all-kinds",
                            checked: kinds !== "normal" ? true : null });
@@ -222,6 +241,9 @@ async function pageTopics(main, query) {
       h("label", {}, h("span", {}, "Retry, DLQ and system too"), sys),
       h("button", { onclick: go, id: "topic-search-go" }, "Search")),
     create,
+    pager(data, "topic-pager", (n) => {
+      location.hash = `#/topics?q=${encodeURIComponent(q)}&kinds=${kinds}&page=${n}`;
+    }),
     table([{ title: "Topic", key: "topic", id: "topic" }, { title: "Kind", key: "kind" }],
           data.topics, { id: "topic-list", key: (t) => t.topic,
                          onClick: (t) => { location.hash = "#/topics/" + encodeURIComponent(t.topic); } }));
@@ -294,26 +316,36 @@ async function pageTopic(main, topic) {
 
 async function pageGroups(main, query) {
   const q = query.get("q") || "";
+  const pageNo = Number(query.get("page")) || 1;
   const search = h("input", { id: "group-search", placeholder: "search groups", value: q });
   search.addEventListener("keydown", (e) => {
     if (e.key === "Enter") location.hash = "#/groups?q=" + encodeURIComponent(search.value);
   });
-  const render = (data) => table([{ title: "Group", key: "group", id: "group" },
+  const url = `/api/groups?q=${encodeURIComponent(q)}&page=${pageNo}`;
+  const subs = (g) => g.subscription_consistent === false
+    ? h("span", { class: "badge inconsistent", title: "its clients subscribe to different topics or tags" }, "inconsistent")
+    : g.subscription_consistent ? "same" : "-";
+  const render = (data) => h("div", { id: "group-list-wrap" },
+    pager(data, "group-pager", (n) => { location.hash = `#/groups?q=${encodeURIComponent(q)}&page=${n}`; }),
+    table([{ title: "Group", key: "group", id: "group" },
            { title: "Members", key: "members", num: true, id: "members" },
+           { title: "Subscriptions", id: "subs", render: subs },
            { title: "Type", render: (g) => g.consume_type || "-" },
            { title: "Model", render: (g) => g.message_model || "-" },
            { title: "Version", render: (g) => g.version || "-" },
            { title: "Consume TPS", num: true, render: (g) => fmt.tps(g.consume_tps) },
            { title: "Lag", num: true, id: "lag", render: (g) => fmt.num(g.lag) },
-           { title: "Topics", render: (g) => (g.topics || []).join(", ") }],
+           { title: "Topics", render: (g) => (g.topics || []).join(", ") },
+           { title: "As of", render: (g) => fmt.clock(g.as_of) }],
           data.groups, { id: "group-list", key: (g) => g.group,
-                         onClick: (g) => { location.hash = "#/groups/" + encodeURIComponent(g.group); } });
-  const list = render(await api("GET", "/api/groups?q=" + encodeURIComponent(q)));
+                         onClick: (g) => { location.hash = "#/groups/" + encodeURIComponent(g.group); } }));
+  const list = render(await api("GET", url));
   main.replaceChildren(h("h2", {}, "Consumer groups"),
-    h("div", { class: "toolbar" }, search, h("span", { class: "muted" }, "refreshed every 5 s")), list);
+    h("div", { class: "toolbar" }, search, h("span", { class: "muted" }, "refreshed every 5 s")),
+    list);
   let current = list;
   every(5000, async () => {  // lag and TPS move: redraw the table only
-    const data = await guarded(() => api("GET", "/api/groups?q=" + encodeURIComponent(q)));
+    const data = await guarded(() => api("GET", url));
     if (data && current.isConnected) { const next = render(data); current.replaceWith(next); current = next; }
   }, false);
 }
@@ -344,9 +376,20 @@ async function pageGroup(main, group) {
     table([{ title: "Client id", key: "client_id" }, { title: "Address", key: "client_addr" },
            { title: "Language", key: "language" }, { title: "Version", key: "version" }],
           g.members, { id: "member-table", empty: "no online client" }),
-    h("h3", {}, "Subscriptions"),
-    table([{ title: "Topic", key: "topic" }, { title: "Expression", key: "expression" },
-           { title: "Type", key: "expression_type" }], g.subscriptions, { empty: "no online client" }),
+    g.subscription_consistent === false ? h("div", { class: "warning", id: "subscription-warning" },
+      "The clients of this group subscribe differently: each gets only part of the queues of a topic, " +
+      "so messages whose tags another client filters out are skipped. ",
+      g.subscription_issues.map((i) => h("div", { class: "issue", "data-topic": i.topic }, `${i.topic}: ` +
+        Object.entries(i.by_expression).map(([e, cs]) => `'${e}' by ${cs.join(", ")}`).join("; ") +
+        (i.missing.length ? `; not subscribed by ${i.missing.join(", ")}` : "")))) : "",
+    h("h3", {}, "Subscriptions per client"),
+    table([{ title: "Client id", key: "client_id", id: "client_id" },
+           { title: "Topic", key: "topic", id: "topic" },
+           { title: "Expression", key: "expression", id: "expression" },
+           { title: "Type", key: "expression_type" }],
+          g.clients.flatMap((c) => c.error ? [{ client_id: c.client_id, topic: "-", expression: c.error, expression_type: "" }]
+            : c.subscriptions.map((x) => ({ client_id: c.client_id, ...x }))),
+          { id: "client-subscriptions", key: (r) => `${r.client_id}/${r.topic}`, empty: "no online client" }),
     h("h3", {}, "Lag per queue"),
     table([{ title: "Topic", key: "topic" }, { title: "Broker", key: "broker_name" },
            { title: "Queue", key: "queue_id", num: true },
