@@ -82,19 +82,21 @@ comparisons cut each queue's range by SEARCH_OFFSET_BY_TIMESTAMP, and ``keys`` `
 
 Sink: columns ``body`` (or ``value``; binary or string, required), ``topic``, ``tags``,
 ``keys``, ``properties`` (map), ``queueId``, ``delayLevel`` (int, the broker's delay level;
-0 or null: none); options ``nameServer``, ``topic``, ``producerGroup``, ``sendTimeoutMs``,
+0 or null: none), ``deliverTime`` (timestamp or bigint epoch ms: a timer message delivered
+then, ``TIMER_DELIVER_MS``; null: at once); options ``nameServer``, ``topic``, ``producerGroup``, ``sendTimeoutMs``,
 ``async``, ``maxInFlight``, ``bodyFormat``, ``shardingKeyColumn`` (a string or integer
 column: rows with one value go to one queue, ``SelectMessageQueueByHash``'s, in row order
 within a task, ``async=true`` included), and the connection's ``accessKey`` / ``secretKey``
 / ``tls...`` as on the source. With
 ``bodyFormat=msgpack|json`` there is no body column: every column other than ``body``,
-``value``, ``topic``, ``tags``, ``keys``, ``properties``, ``queueId`` and ``delayLevel`` is
+``value``, ``topic``, ``tags``, ``keys``, ``properties``, ``queueId``, ``delayLevel`` and
+``deliverTime`` is
 packed into the body
 as one map (binary as base64 and timestamps as ISO-8601 strings in JSON; decimals as exact
 strings; dates as ISO strings) and ``contentType`` names the codec, so ``Message.decode()``
 and the source with the same ``bodySchema`` read it back. Consecutive rows of one topic
 and queue go out as one SEND_BATCH_MESSAGE (up to 128 rows; each row its own message),
-rows with a delay level, a transaction flag or a body the producer compresses alone
+rows with a delay level, a delivery time, a transaction flag or a body the producer compresses alone
 (``spark_sink.sink.batches``); ``async=true`` keeps up to ``maxInFlight`` requests in
 flight per task, ``async=false`` sends them one at a time in row order. Delivery is at least once;
 each message carries ``spark.queryId``, ``spark.batchId``, ``spark.partitionId`` and

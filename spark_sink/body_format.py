@@ -7,7 +7,7 @@ Contract:
   ``msgpack`` or ``json`` (``protocol.body_codec``; the sink sets the ``contentType``
   property, so ``Message.decode()`` reads what it wrote).
 * Sink: with msgpack / json every column except the reserved ones (``RESERVED``: body,
-  value, topic, tags, keys, properties, queueId, delayLevel) goes into the body as one map, column name
+  value, topic, tags, keys, properties, queueId, delayLevel, deliverTime) goes into the body as one map, column name
   -> value. ``SinkPacker`` is built from the DataFrame's schema (on the driver, which refuses
   types it cannot carry) and converts each value by its Spark type: struct -> map, array ->
   array, map -> map, binary -> bin (msgpack) / base64 string (JSON, as Spark's ``to_json``),
@@ -51,7 +51,7 @@ __all__ = ["BODY_FORMATS", "BodyFormat", "RESERVED", "SinkPacker", "BodyDecoder"
 BodyFormat = Literal["raw", "msgpack", "json"]
 BODY_FORMATS: tuple[BodyFormat, ...] = ("raw", "msgpack", "json")
 RESERVED = frozenset({"body", "value", "topic", "tags", "keys", "properties", "queueId",
-                      "delayLevel"})
+                      "delayLevel", "deliverTime"})
 
 Convert = Callable[[Any], Any]
 

@@ -15,7 +15,7 @@ Contract:
 * Consecutive rows for the same topic and queue go out as one SEND_BATCH_MESSAGE (``batches``:
   up to ``BATCH_ROWS`` rows, ``BATCH_BYTES`` of bodies), which the broker stores and
   acknowledges as a whole, each row still its own message with its own properties. A row
-  a batch would change goes alone, as before: a delay level, a transaction flag, a retry
+  a batch would change goes alone, as before: a delay level, a delivery time, a transaction flag, a retry
   topic, or a body the producer would compress. ``async=false`` (default) sends one
   request at a time, in row order; ``async=true`` keeps up to ``maxInFlight`` requests
   in flight per task and still waits for all of them before the task reports success.
@@ -28,7 +28,9 @@ Contract:
   Kafka's sink, so rows of one key belong in one partition (``repartition`` by the key,
   ``sortWithinPartitions`` by what orders them).
 * ``delayLevel`` (a column) is the broker's delay level (``messageDelayLevel``, 1 = 1 s
-  by default); such a row is sent alone.
+  by default); ``deliverTime`` (a timestamp, or epoch ms) makes the row a timer message
+  delivered at that time (``TIMER_DELIVER_MS``; the broker's timing wheel, within its
+  ``timerMaxDelaySec``); either row is sent alone.
 
 The batch id comes from the task's local property ``streaming.sql.batchId``, which Spark's
 MicroBatchExecution sets for every micro-batch (``-1`` for a batch write).
@@ -168,6 +170,7 @@ def _batchable(msg: Message, compress_over: int) -> bool:
     props = msg.properties
     return (len(msg.body) < compress_over
             and MessageConst.PROPERTY_DELAY_TIME_LEVEL not in props
+            and MessageConst.PROPERTY_TIMER_DELIVER_MS not in props
             and MessageConst.PROPERTY_TRANSACTION_PREPARED not in props
             and not msg.topic.startswith(MixAll.RETRY_GROUP_TOPIC_PREFIX))
 

@@ -5,8 +5,9 @@ Contract:
 * ``SinkColumns.from_schema(fields)`` validates the DataFrame once, on the driver:
   ``body`` (binary or string; ``value`` is accepted instead, as in Spark's Kafka sink) is
   required; ``topic``, ``tags``, ``keys`` (strings), ``properties`` (map<string,string>),
-  ``queueId`` (int) and ``delayLevel`` (int: the broker's delay level, 0 or null for none)
-  are optional; any other column is refused, so a typo is not dropped silently. Without a
+  ``queueId`` (int), ``delayLevel`` (int: the broker's delay level, 0 or null for none) and
+  ``deliverTime`` (a timestamp, or a bigint of epoch ms: a timer message, ``TIMER_DELIVER_MS``;
+  null for none) are optional; any other column is refused, so a typo is not dropped silently. Without a
   ``topic`` column the ``topic`` option is required. With ``packed=True`` (bodyFormat
   msgpack or json) there is no body column (a body or value column is refused) and the
   other columns are the body's data (``body_format.SinkPacker``).
@@ -19,7 +20,8 @@ Contract:
 * ``row_to_message(row, ...)`` maps one row (a ``dict``) to ``(Message, queue_hint |
   None)``: the sink sends to ``mqs[queue_hint % len(mqs)]`` (the queueId, or the sharding
   key's hash); with a packer the body is the packed row and ``contentType`` says which
-  codec. A null body, null topic, a negative delay level, or a user property that is a
+  codec. A null body, null topic, a negative delay level, a deliverTime at or before the
+  epoch, or a user property that is a
   RocketMQ system key raises ``MQClientError`` naming the row.
 * Every message carries the lineage properties below, so a consumer can drop the
   duplicates an at-least-once re-run of a batch produces (``dedup_key``):
@@ -39,6 +41,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from aiorocketmq.protocol.body_codec import CONTENT_TYPE_PROPERTY
@@ -69,7 +72,7 @@ LINEAGE_PROPERTIES = (PROP_QUERY_ID, PROP_BATCH_ID, PROP_PARTITION_ID, PROP_ROW_
 
 _STRING_COLUMNS = frozenset({"topic", "tags", "keys"})
 _ALLOWED = frozenset({"body", "value", "topic", "tags", "keys", "properties", "queueId",
-                      "delayLevel"})
+                      "delayLevel", "deliverTime"})
 _INT_TYPES = frozenset({"int", "integer", "bigint", "long", "smallint", "short", "tinyint", "byte"})
 _LONG_TYPES = frozenset({"bigint", "long"})
 
@@ -102,6 +105,7 @@ class SinkColumns:
     properties: bool
     queue_id: bool
     delay_level: bool = False
+    deliver_time: bool = False  # a deliverTime column (timestamp or epoch ms)
     sharding_key: str | None = None  # the shardingKeyColumn
     sharding_long: bool = False  # hashed as a Java Long (a bigint column)
 
@@ -146,7 +150,8 @@ class SinkColumns:
                 raise MQClientError(
                     f"format 'rocketmq' cannot write column(s) {', '.join(unknown)}; "
                     f"columns: body|value (binary or string, required), topic, tags, keys "
-                    f"(string), properties (map<string,string>), queueId, delayLevel (int); "
+                    f"(string), properties (map<string,string>), queueId, delayLevel (int), "
+                    f"deliverTime (timestamp or epoch ms); "
                     f"or set bodyFormat=msgpack|json to pack columns into the body"
                 )
             if ("body" in types) == ("value" in types):
@@ -164,6 +169,9 @@ class SinkColumns:
         for name in ("queueId", "delayLevel"):
             if name in types and types[name] not in _INT_TYPES:
                 raise MQClientError(f"column {name} must be an integer, not {types[name]}")
+        if "deliverTime" in types and types["deliverTime"] not in _LONG_TYPES | {"timestamp"}:
+            raise MQClientError(f"column deliverTime must be a timestamp or a bigint (epoch ms), "
+                                f"not {types['deliverTime']}")
         if "topic" not in types and not topic_option:
             raise MQClientError("set the option topic or give the DataFrame a topic column")
         return cls(
@@ -175,6 +183,7 @@ class SinkColumns:
             properties="properties" in types,
             queue_id="queueId" in types,
             delay_level="delayLevel" in types,
+            deliver_time="deliverTime" in types,
             sharding_key=sharding_key,
             sharding_long=sharding_key is not None and all_types[sharding_key] in _LONG_TYPES,
         )
@@ -245,11 +254,32 @@ def row_to_message(
                 raise MQClientError(f"row {row_index}: delayLevel {level} must be >= 0 (0: none)")
             if level:
                 msg.delay_time_level = int(level)
+    if columns.deliver_time:
+        when = row["deliverTime"]
+        if when is not None:
+            msg.deliver_time_ms = _epoch_ms(when, row_index)
     if columns.sharding_key is not None:
         key = row[columns.sharding_key]
         return msg, (sharding_hint(key, columns.sharding_long) if key is not None else None)
     queue_id = row["queueId"] if columns.queue_id else None
     return msg, (int(queue_id) if queue_id is not None else None)
+
+
+def _epoch_ms(when: Any, row_index: int) -> int:
+    """A deliverTime value (a ``datetime`` from a timestamp column, or epoch ms) in epoch ms."""
+    if isinstance(when, datetime):
+        # PySpark hands a timestamp over as a naive time in the worker's local zone
+        # (TimestampType.fromInternal); .timestamp() reads it back in that zone.
+        ms = round(when.timestamp() * 1000)
+    elif isinstance(when, int) and not isinstance(when, bool):
+        ms = when
+    else:
+        raise MQClientError(f"row {row_index}: deliverTime {when!r} is neither a timestamp nor "
+                            f"epoch ms")
+    if ms <= 0:
+        raise MQClientError(f"row {row_index}: deliverTime {when!r} must be after the epoch "
+                            f"(epoch ms > 0; null: deliver at once)")
+    return ms
 
 
 def dedup_key(properties: Mapping[str, str]) -> tuple[str, int, int, int] | None:

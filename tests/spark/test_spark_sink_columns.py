@@ -1,5 +1,5 @@
 """Sink columns and ordered sends end to end, against a real ``mqbroker``: a per-row
-``delayLevel`` (the broker's delay levels), and ``shardingKeyColumn`` (rows with one key go to
+``delayLevel`` (the broker's delay levels), a per-row ``deliverTime`` (timer messages), and ``shardingKeyColumn`` (rows with one key go to
 one queue, ``SelectMessageQueueByHash``'s, in row order, ``async=true`` included)."""
 
 from __future__ import annotations
@@ -64,6 +64,52 @@ def test_delay_level_column(spark: Any, name_server: str,
     with pytest.raises(Exception, match="row 0: delayLevel -1 must be >= 0"):
         (bad.write.format("rocketmq").option("nameServer", name_server).option("topic", topic)
          .mode("append").save())
+
+
+def test_deliver_time_column(spark: Any, name_server: str,
+                             servers: tuple[ServerProcess, ServerProcess]) -> None:
+    topic = "SparkSinkDeliverTime"
+    _create_topic(name_server, servers[1].address, topic, 2)
+    _read(spark, name_server, topic)  # Spark's first job is slow on a loaded machine
+    due_ms = int(time.time() * 1000) + 10_000
+    # A timestamp column: timed rows and a null (at once).
+    df = spark.createDataFrame([(f"ts-{i}", due_ms + 500 * i) for i in range(3)]
+                               + [("now", None)], "value string, deliverMs bigint")
+    (df.selectExpr("value", "timestamp_millis(deliverMs) AS deliverTime")
+     .write.format("rocketmq").option("nameServer", name_server).option("topic", topic)
+     .option("async", "true").mode("append").save())
+    # A bigint column of epoch ms.
+    (spark.createDataFrame([(f"ms-{i}", due_ms + 500 * i) for i in range(3)],
+                           "value string, deliverTime bigint")
+     .write.format("rocketmq").option("nameServer", name_server).option("topic", topic)
+     .mode("append").save())
+
+    _poll("the timed rows", lambda: len(_read(spark, name_server, topic)) == 7)
+    rows = {bytes(r.body).decode(): r for r in _read(spark, name_server, topic)}
+    assert "TIMER_DELIVER_MS" not in rows["now"].properties
+    timed = 0
+    for prefix in ("ts", "ms"):
+        for i in range(3):
+            r = rows[f"{prefix}-{i}"]
+            due = due_ms + 500 * i
+            assert r.properties["TIMER_DELIVER_MS"] == str(due)
+            # Not early: stored in the topic at or after its delivery time.
+            assert r.storeTimestamp.timestamp() * 1000 >= due
+            # Sent before it was due, it waited on the timing wheel.
+            if r.bornTimestamp.timestamp() * 1000 < due - 1000:
+                timed += 1
+                assert "TIMER_DEQUEUE_MS" in r.properties
+    assert timed, "no row was sent before its delivery time"
+
+    writer = (spark.createDataFrame([("x", -5)], "value string, deliverTime bigint")
+              .write.format("rocketmq").option("nameServer", name_server)
+              .option("topic", topic).mode("append"))
+    with pytest.raises(Exception, match="row 0: deliverTime -5 must be after the epoch"):
+        writer.save()
+    bad_type = spark.createDataFrame([("x", "tomorrow")], "value string, deliverTime string")
+    with pytest.raises(Exception, match="column deliverTime must be a timestamp or a bigint"):
+        (bad_type.write.format("rocketmq").option("nameServer", name_server)
+         .option("topic", topic).mode("append").save())
 
 
 @pytest.mark.parametrize("async_send", ["true", "false"])
