@@ -61,9 +61,15 @@ run: $(VENV)/.base
 
 # The whole suite, then the in-process tests again on the pure-Python paths
 # (AIOROCKETMQ_NO_EXTENSIONS=1: the built C modules left unused; lint does not change).
+# Two pytest-xdist workers, a test module per worker at a time (--dist loadscope, so a module's
+# stock cluster or Spark session is started once): most integration and stock-peer tests wait
+# on processes, timeouts and failovers, so two of them share two cores well.
+# `make test TEST_WORKERS=0` runs everything in one process.
+TEST_WORKERS ?= 2
+PYTEST := $(VENV)/bin/pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadscope
 test: venv interop-deps java-deps browser-deps
-	$(VENV)/bin/pytest -q -p no:cacheprovider
-	AIOROCKETMQ_NO_EXTENSIONS=1 $(VENV)/bin/pytest -q -p no:cacheprovider tests/unit --ignore=tests/unit/test_sourcecode.py
+	$(PYTEST)
+	AIOROCKETMQ_NO_EXTENSIONS=1 $(PYTEST) tests/unit --ignore=tests/unit/test_sourcecode.py
 
 lint: venv
 	$(VENV)/bin/ruff check setup.py aiorocketmq/__init__.py aiorocketmq/logs.py protocol server client spark_sink bench tests examples
