@@ -17,6 +17,13 @@ POST     /api/topics/{topic}/messages          send a test message ``{"body", "t
 GET      /api/groups?q=&system=false           one page of groups (``size`` 50) with members,
          &page=&size=                          lag, consume TPS, ``subscription_consistent``
 GET      /api/groups/{group}                   members, subscriptions, per-queue lag
+POST     /api/groups                           create or update a subscription group
+                                               (``group``, ``cluster`` or ``broker_addr``,
+                                               ``config``: SubscriptionGroupConfig fields)
+DELETE   /api/groups/{group}                   ``{"confirm": "<group>", "remove_offset"}``
+GET      /api/groups/{group}/config            its subscription group config per master
+GET      /api/groups/{group}/clients/{id}      a client's running info (307)
+GET      /api/brokers/{addr}/config            a broker's configuration (26)
 POST     /api/groups/{group}/reset             ``{"topic", "timestamp_ms", "confirm": group}``
 POST     /api/groups/{group}/skip              ``{"topic"?, "confirm": group}``
 GET      /api/messages?topic=&begin=&end=      by time range (epoch ms)
@@ -212,6 +219,41 @@ async def get_groups(request: web.Request) -> web.Response:
     return web.json_response(await _service(request).groups(
         request.query.get("q", ""), include_system=_bool_query(request, "system"),
         page=page, size=size))
+
+
+@routes.post("/api/groups")
+async def post_group(request: web.Request) -> web.Response:
+    data = await _json_object(request)
+    settings = data.get("config") or {}
+    if not isinstance(settings, dict):
+        raise InputError("'config' must be an object of subscription group settings")
+    return web.json_response(await _service(request).create_or_update_group(
+        _str(data, "group", required=True) or "", cluster=_str(data, "cluster"),
+        broker_addr=_str(data, "broker_addr"), settings=settings, user=acting_user(request)))
+
+
+@routes.delete("/api/groups/{group}")
+async def delete_group(request: web.Request) -> web.Response:
+    data = await _json_object(request)
+    return web.json_response(await _service(request).delete_group(
+        request.match_info["group"], confirm=_str(data, "confirm"),
+        remove_offset=data.get("remove_offset", False), user=acting_user(request)))
+
+
+@routes.get("/api/groups/{group}/config")
+async def get_group_config(request: web.Request) -> web.Response:
+    return web.json_response(await _service(request).group_config(request.match_info["group"]))
+
+
+@routes.get("/api/groups/{group}/clients/{client_id}")
+async def get_running_info(request: web.Request) -> web.Response:
+    return web.json_response(await _service(request).consumer_running_info(
+        request.match_info["group"], request.match_info["client_id"]))
+
+
+@routes.get("/api/brokers/{addr}/config")
+async def get_broker_config(request: web.Request) -> web.Response:
+    return web.json_response(await _service(request).broker_config(request.match_info["addr"]))
 
 
 @routes.get("/api/groups/{group}")

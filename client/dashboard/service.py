@@ -41,6 +41,7 @@ Destructive actions take the acting user's name and log it (``dashboard.topic_de
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import time
 from collections.abc import Awaitable, Callable, Iterable
@@ -58,6 +59,7 @@ from aiorocketmq.protocol.bodies import (
     ConsumeStats,
     MessageQueue,
     ProducerConnection,
+    SubscriptionGroupConfig,
     TopicConfig,
 )
 from aiorocketmq.protocol.body_codec import CONTENT_TYPE_PROPERTY, decode_body
@@ -592,22 +594,151 @@ class DashboardService:
         return [g for g in names if not _is_system_group(g)]
 
     async def _load_group_names(self) -> list[str]:
-        info = await self._cluster_info()
-        masters = sorted(bd.broker_addrs[MixAll.MASTER_ID]
-                         for bd in info.broker_addr_table.values()
-                         if MixAll.MASTER_ID in bd.broker_addrs)
-        tables = await self._each(self.admin.subscription_groups, masters)
         names: set[str] = set()
-        for t in tables:
-            if isinstance(t, dict):
-                names.update(t)
+        for table in (await self._group_tables()).values():
+            names.update(table)
         return sorted(names)
+
+    async def _masters(self, cluster: str | None = None) -> dict[str, str]:
+        """Broker name -> master address (of ``cluster`` only, when given)."""
+        info = await self._cluster_info()
+        names = (set(info.cluster_addr_table.get(cluster, ())) if cluster is not None
+                 else set(info.broker_addr_table))
+        return {name: bd.broker_addrs[MixAll.MASTER_ID]
+                for name, bd in sorted(info.broker_addr_table.items())
+                if name in names and MixAll.MASTER_ID in bd.broker_addrs}
+
+    async def _group_tables(self) -> dict[str, dict[str, SubscriptionGroupConfig]]:
+        """Master address -> its subscription group table (201), cached; a broker that
+        does not answer is left out."""
+        async def load() -> dict[str, dict[str, SubscriptionGroupConfig]]:
+            masters = sorted((await self._masters()).values())
+            tables = await self._each(self.admin.subscription_groups, masters)
+            return {addr: t for addr, t in zip(masters, tables, strict=True)
+                    if isinstance(t, dict)}
+        return await self.cache.get("group_tables", load)
+
+    async def group_config(self, group: str) -> dict[str, Any]:
+        """The subscription group config of ``group`` on each master that has it."""
+        _check_group(group)
+        if not await self._group_exists(group):
+            raise NotFoundError(f"consumer group '{group}' does not exist")
+        names = {addr: name for name, addr in (await self._masters()).items()}
+        return {"group": group, "brokers": [
+            {"broker_name": names.get(addr, ""), "addr": addr,
+             "config": _group_config_view(table[group])}
+            for addr, table in sorted((await self._group_tables()).items()) if group in table]}
+
+    async def create_or_update_group(self, group: str, *, cluster: str | None = None,
+                                     broker_addr: str | None = None,
+                                     settings: dict[str, Any], user: str) -> dict[str, Any]:
+        """UPDATE_AND_CREATE_SUBSCRIPTIONGROUP (200) on every master of ``cluster`` or on one
+        master; ``settings`` are ``SubscriptionGroupConfig`` fields (snake_case), the rest
+        keep the Java defaults."""
+        _check_group(group)
+        if _is_system_group(group):
+            raise InputError(f"group '{group}' is a system group; the dashboard does not edit it")
+        if bool(cluster) == bool(broker_addr):
+            raise InputError("give either a cluster or a broker address")
+        config = SubscriptionGroupConfig(group_name=group)
+        for key, value in settings.items():
+            rule = _GROUP_SETTINGS.get(key)
+            if rule is None:
+                raise InputError(f"unknown group setting '{key}' (known: "
+                                 f"{', '.join(sorted(_GROUP_SETTINGS))})")
+            if rule is bool:
+                if not isinstance(value, bool):
+                    raise InputError(f"{key} must be true or false")
+            else:
+                low, high = rule
+                _int_in(value, low, high, key)
+            setattr(config, key, value)
+        if cluster:
+            if cluster not in await self.cluster_names():
+                raise NotFoundError(f"cluster '{cluster}' does not exist")
+            targets = sorted((await self._masters(cluster)).values())
+        else:
+            if broker_addr not in (await self._masters()).values():
+                raise NotFoundError(f"'{broker_addr}' is not the address of a master broker")
+            assert broker_addr is not None
+            targets = [broker_addr]
+        for addr in targets:
+            await self.admin.create_subscription_group(addr, config)
+        self.changed()
+        log.info("dashboard.group_updated", user=user, group=group, brokers=targets,
+                 **{k: getattr(config, k) for k in sorted(_GROUP_SETTINGS)})
+        return {"group": group, "brokers": targets, "config": _group_config_view(config)}
+
+    async def delete_group(self, group: str, *, confirm: str | None, remove_offset: bool,
+                           user: str) -> dict[str, Any]:
+        """DELETE_SUBSCRIPTIONGROUP (207) on every master that has ``group``."""
+        _check_group(group)
+        _check_confirm(confirm, group, "deleting a consumer group")
+        if _is_system_group(group):
+            raise InputError(f"group '{group}' is a system group; the dashboard does not delete it")
+        if not isinstance(remove_offset, bool):
+            raise InputError("remove_offset must be true or false")
+        self.cache.drop("group_tables")
+        targets = sorted(addr for addr, table in (await self._group_tables()).items()
+                         if group in table)
+        if not targets:
+            raise NotFoundError(f"consumer group '{group}' does not exist")
+        for addr in targets:
+            await self.admin.delete_subscription_group(addr, group, remove_offset=remove_offset)
+        self.changed()
+        log.warning("dashboard.group_deleted", user=user, group=group, brokers=targets,
+                    remove_offset=remove_offset)
+        return {"group": group, "brokers": targets, "remove_offset": remove_offset}
+
+    async def consumer_running_info(self, group: str, client_id: str) -> dict[str, Any]:
+        """One client's running info (GET_CONSUMER_RUNNING_INFO 307, upstream's
+        ``getConsumerRunningInfo``): properties, subscriptions, queues held, per-topic RT/TPS."""
+        _check_group(group)
+        if not client_id or len(client_id) > 255:
+            raise InputError("client id must be 1..255 characters")
+        try:
+            conn = await self.admin.consumer_connection(group)
+        except MQBrokerError as exc:
+            if exc.code == ResponseCode.CONSUMER_NOT_ONLINE:
+                raise NotFoundError(f"consumer group '{group}' has no online client") from None
+            raise
+        if client_id not in {c.client_id for c in conn.connection_set}:
+            raise NotFoundError(f"client '{client_id}' is not online in group '{group}'")
+        info = await self.admin.consumer_running_info(group, client_id)
+        return {
+            "group": group, "client_id": client_id,
+            "properties": dict(sorted(info.properties.items())),
+            "subscriptions": [{"topic": sd.topic, "expression": sd.sub_string,
+                               "expression_type": sd.expression_type,
+                               "sub_version": sd.sub_version}
+                              for sd in sorted(info.subscription_set, key=lambda d: d.topic)],
+            "queues": [{"topic": mq.topic, "broker_name": mq.broker_name,
+                        "queue_id": mq.queue_id, **dataclasses.asdict(pq)}
+                       for mq, pq in sorted(info.mq_table.items())],
+            "status": [{"topic": t, **dataclasses.asdict(st)}
+                       for t, st in sorted(info.status_table.items())],
+        }
+
+    # -- brokers ------------------------------------------------------------------------
+
+    async def broker_config(self, addr: str) -> dict[str, Any]:
+        """GET_BROKER_CONFIG (26) of a broker of the cluster (master or slave)."""
+        info = await self.admin.cluster_info()
+        known = {a: (name, bid) for name, bd in info.broker_addr_table.items()
+                 for bid, a in bd.broker_addrs.items()}
+        if addr not in known:
+            raise NotFoundError(f"'{addr}' is not the address of a broker of this cluster")
+        props, version = await self.admin.broker_config(addr)
+        name, bid = known[addr]
+        return {"addr": addr, "broker_name": name, "broker_id": bid, "version": version,
+                "config": dict(sorted(props.items()))}
 
     async def _group_exists(self, group: str) -> bool:
         """Whether ``group`` is a subscription group; a cached list that lacks it is read
         again (the group may be newer than the cache)."""
         if group in await self.group_names(include_system=True):
             return True
+        self.cache.drop("group_tables")
         self.cache.drop("group_names")
         return group in await self.group_names(include_system=True)
 
@@ -656,7 +787,7 @@ class DashboardService:
         out = []
         for name, row in zip(shown, rows, strict=True):
             out.append(row if isinstance(row, dict) else {"group": name, "error": _describe(row)})
-        return {"groups": out, **paging}
+        return {"groups": out, **paging, "clusters": await self.cluster_names()}
 
     async def client_subscriptions(self, group: str, conn: ConsumerConnection
                                    ) -> list[dict[str, Any]]:
@@ -1001,6 +1132,19 @@ _SYSTEM_GROUPS = frozenset({
     MixAll.CID_ONSAPI_PULL_GROUP, MixAll.DEFAULT_PRODUCER_GROUP,
     MixAll.CLIENT_INNER_PRODUCER_GROUP, MixAll.SELF_TEST_PRODUCER_GROUP,
 })
+
+
+# Settable fields of SubscriptionGroupConfig: bool, or the (low, high) range of an int.
+_GROUP_SETTINGS: dict[str, Any] = {
+    "consume_enable": bool, "consume_from_min_enable": bool, "consume_broadcast_enable": bool,
+    "notify_consumer_ids_changed_enable": bool, "retry_queue_nums": (0, 64),
+    "retry_max_times": (-1, 1000), "broker_id": (0, 1024),
+    "which_broker_when_consume_slowly": (0, 1024),
+}
+
+
+def _group_config_view(config: SubscriptionGroupConfig) -> dict[str, Any]:
+    return {k: getattr(config, k) for k in ("group_name", *sorted(_GROUP_SETTINGS))}
 
 
 def _perm_text(perm: int) -> str:

@@ -13,11 +13,7 @@ is served from the cache" does not depend on how fast this machine is.
 from __future__ import annotations
 
 import asyncio
-import http.cookiejar
-import json
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -36,6 +32,7 @@ from aiorocketmq.protocol.bodies import (
 )
 from aiorocketmq.protocol.message import MessageExt
 from tests.browser.conftest import dashboard_process
+from tests.browser.http import Http
 from tests.procs import ServerProcess, namesrv_and_broker
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration, pytest.mark.timeout(300)]
@@ -153,31 +150,6 @@ def dashboard(tmp_path_factory: pytest.TempPathFactory, cluster: tuple[ServerPro
     finally:
         proc.stop()
         print(f"---- mqdashboard ----\n{proc.log_tail(40)}")
-
-
-class Http:
-    """A session on the dashboard's JSON API: cookie jar and CSRF token."""
-
-    def __init__(self, base: str) -> None:
-        self.base = base
-        self.opener = urllib.request.build_opener(
-            urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar()))
-        self.csrf = self.call("GET", "/api/session")["csrf_token"]
-
-    def call(self, method: str, path: str, body: Any = None, *, status: int = 200) -> Any:
-        data = None if body is None else json.dumps(body).encode()
-        request = urllib.request.Request(self.base + path, data=data, method=method)
-        if body is not None:
-            request.add_header("Content-Type", "application/json")
-        if method != "GET":
-            request.add_header("X-CSRF-Token", self.csrf)
-        try:
-            with self.opener.open(request, timeout=120) as resp:
-                got, payload = resp.status, json.load(resp)
-        except urllib.error.HTTPError as exc:
-            got, payload = exc.code, json.load(exc)
-        assert got == status, (got, payload)
-        return payload
 
 
 @pytest.fixture(scope="module")

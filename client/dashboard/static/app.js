@@ -192,7 +192,8 @@ async function pageCluster(main) {
       { title: "Broker", render: (b) => b.broker_name },
       { title: "Role", render: (b) => h("span", { class: "badge " + b.role.toLowerCase() },
                                          `${b.role} (${b.broker_id})`) },
-      { title: "Address", key: "addr" },
+      { title: "Address", id: "addr", render: (b) => h("a", { href: "#/brokers/" + encodeURIComponent(b.addr),
+                                                              title: "configuration" }, b.addr) },
       { title: "Version", key: "version" },
       { title: "TPS in", num: true, id: "put_tps", render: (b) => fmt.tps(b.put_tps) },
       { title: "TPS out", num: true, id: "get_tps", render: (b) => fmt.tps(b.get_tps) },
@@ -339,10 +340,11 @@ async function pageGroups(main, query) {
            { title: "As of", render: (g) => fmt.clock(g.as_of) }],
           data.groups, { id: "group-list", key: (g) => g.group,
                          onClick: (g) => { location.hash = "#/groups/" + encodeURIComponent(g.group); } }));
-  const list = render(await api("GET", url));
+  const first = await api("GET", url);
+  const list = render(first);
   main.replaceChildren(h("h2", {}, "Consumer groups"),
     h("div", { class: "toolbar" }, search, h("span", { class: "muted" }, "refreshed every 5 s")),
-    list);
+    groupForm(null, first.clusters), list);
   let current = list;
   every(5000, async () => {  // lag and TPS move: redraw the table only
     const data = await guarded(() => api("GET", url));
@@ -350,8 +352,44 @@ async function pageGroups(main, query) {
   }, false);
 }
 
+// Create (config null) or update a subscription group on every master of a cluster.
+function groupForm(config, clusters) {
+  const c = config || { retry_max_times: 16, retry_queue_nums: 1, consume_enable: true,
+                        consume_broadcast_enable: true, consume_from_min_enable: true,
+                        broker_id: 0, which_broker_when_consume_slowly: 1,
+                        notify_consumer_ids_changed_enable: true };
+  const name = h("input", { id: "group-form-name", placeholder: "GroupName", value: config ? config.group_name : "",
+                            readonly: config ? true : null });
+  const cluster = h("select", { id: "group-form-cluster" }, clusters.map((x) => h("option", { value: x }, x)));
+  const retries = h("input", { id: "group-form-retries", type: "number", min: -1, max: 1000, value: c.retry_max_times });
+  const retryQueues = h("input", { id: "group-form-retry-queues", type: "number", min: 0, max: 64, value: c.retry_queue_nums });
+  const checks = [["consume_enable", "Consume enabled"], ["consume_broadcast_enable", "Broadcast allowed"],
+                  ["consume_from_min_enable", "From min allowed"]].map(([k, label]) =>
+    [k, h("input", { type: "checkbox", id: "group-form-" + k, checked: c[k] ? true : null }), label]);
+  return h("form", { class: "inline card", id: config ? "update-group-form" : "create-group-form", onsubmit: async (e) => {
+    e.preventDefault();
+    const settings = { retry_max_times: Number(retries.value), retry_queue_nums: Number(retryQueues.value) };
+    for (const [k, box] of checks) settings[k] = box.checked;
+    const r = await guarded(() => api("POST", "/api/groups", { group: name.value.trim(), cluster: cluster.value,
+                                                            config: settings }));
+    if (r) { flash(`Group ${r.group} ${config ? "updated" : "created"} on ${r.brokers.join(", ")}`); route(); }
+  } }, h("label", {}, config ? "Group" : "New group", name), h("label", {}, "Cluster", cluster),
+     h("label", {}, "Max retries", retries), h("label", {}, "Retry queues", retryQueues),
+     checks.map(([, box, label]) => h("label", {}, label, box)),
+     h("button", { class: "primary", id: config ? "update-group" : "create-group" }, config ? "Update" : "Create"));
+}
+
 async function pageGroup(main, group) {
   const g = await api("GET", "/api/groups/" + encodeURIComponent(group));
+  const gc = await api("GET", `/api/groups/${encodeURIComponent(group)}/config`);
+  const clusters = (await api("GET", "/api/groups?size=1")).clusters;
+  const config = gc.brokers.length ? gc.brokers[0].config : null;
+  const del = async () => {
+    const ok = await confirmByName("Delete consumer group", `Delete group ${group} from every broker that has it?`, group);
+    if (!ok) return;
+    const r = await guarded(() => api("DELETE", "/api/groups/" + encodeURIComponent(group), { confirm: ok }));
+    if (r) { flash(`Group ${group} deleted from ${r.brokers.join(", ")}`); location.hash = "#/groups"; }
+  };
   const topics = [...new Set([...Object.keys(g.lag_by_topic), ...g.subscriptions.map((s) => s.topic)])]
     .filter((t) => !t.startsWith("%RETRY%"));
   const topicSel = h("select", { id: "reset-topic" }, topics.map((t) => h("option", { value: t }, t)));
@@ -373,7 +411,9 @@ async function pageGroup(main, group) {
     h("p", { class: "muted" }, `Consume type: ${g.consume_type || "-"}, model: ${g.message_model || "-"}, ` +
       `from: ${g.consume_from_where || "-"}`),
     h("h3", {}, "Members"),
-    table([{ title: "Client id", key: "client_id" }, { title: "Address", key: "client_addr" },
+    table([{ title: "Client id", id: "client_id", render: (m) => h("a", {
+             href: `#/groups/${encodeURIComponent(group)}/clients/${encodeURIComponent(m.client_id)}`,
+             title: "running info" }, m.client_id) }, { title: "Address", key: "client_addr" },
            { title: "Language", key: "language" }, { title: "Version", key: "version" }],
           g.members, { id: "member-table", empty: "no online client" }),
     g.subscription_consistent === false ? h("div", { class: "warning", id: "subscription-warning" },
@@ -403,7 +443,63 @@ async function pageGroup(main, group) {
       h("button", { class: "danger", id: "reset-button", onclick: () =>
         reset(new Date(when.value).getTime(), "Reset offsets") }, "Reset to time"),
       h("button", { class: "danger", id: "skip-button", onclick: () => reset(-1, "Skip the backlog") },
-        "Skip backlog")));
+        "Skip backlog")),
+    h("h3", {}, "Subscription group config"),
+    table([{ title: "Broker", key: "broker_name" }, { title: "Address", key: "addr" },
+           ...(config ? Object.keys(config).filter((k) => k !== "group_name").map((k) => ({
+             title: k, id: k, render: (b) => String(b.config[k]) })) : [])],
+          gc.brokers, { id: "group-config", key: (b) => b.broker_name }),
+    config ? groupForm(config, clusters) : "",
+    h("div", { class: "inline" }, h("button", { class: "danger", id: "delete-group", onclick: del }, "Delete group")));
+}
+
+async function pageClient(main, group, clientId) {
+  const r = await api("GET", `/api/groups/${encodeURIComponent(group)}/clients/${encodeURIComponent(clientId)}`);
+  main.replaceChildren(h("h2", {}, "Client ", h("span", { id: "client-id" }, r.client_id)),
+    h("p", {}, h("a", { href: "#/groups/" + encodeURIComponent(group) }, "\u2039 group " + group)),
+    h("h3", {}, "Subscriptions"),
+    table([{ title: "Topic", key: "topic" }, { title: "Expression", key: "expression" },
+           { title: "Type", key: "expression_type" }, { title: "Version", render: (x) => fmt.time(x.sub_version) }],
+          r.subscriptions, { id: "client-subs", key: (x) => x.topic }),
+    h("h3", {}, "Consume status per topic"),
+    table([{ title: "Topic", key: "topic" },
+           { title: "Pull RT (ms)", num: true, render: (x) => fmt.tps(x.pull_rt) },
+           { title: "Pull TPS (msg/s)", num: true, render: (x) => fmt.tps(x.pull_tps) },
+           { title: "Consume RT (ms)", num: true, render: (x) => fmt.tps(x.consume_rt) },
+           { title: "Consume OK TPS (msg/s)", num: true, id: "ok_tps", render: (x) => fmt.tps(x.consume_ok_tps) },
+           { title: "Failed TPS (msg/s)", num: true, render: (x) => fmt.tps(x.consume_failed_tps) },
+           { title: "Failed in the last hour", num: true, render: (x) => fmt.num(x.consume_failed_msgs) }],
+          r.status, { id: "client-status", key: (x) => x.topic }),
+    h("h3", {}, "Queues held"),
+    table([{ title: "Topic", key: "topic" }, { title: "Broker", key: "broker_name" },
+           { title: "Queue", key: "queue_id", num: true },
+           { title: "Commit offset", key: "commit_offset", num: true, id: "commit_offset" },
+           { title: "Cached messages", key: "cached_msg_count", num: true },
+           { title: "Cached (MiB)", key: "cached_msg_size_in_mib", num: true },
+           { title: "Locked", render: (x) => x.locked ? "yes" : "no" },
+           { title: "Last pull", render: (x) => fmt.time(x.last_pull_timestamp) },
+           { title: "Last consume", render: (x) => fmt.time(x.last_consume_timestamp) }],
+          r.queues, { id: "client-queues", key: (x) => `${x.topic}/${x.broker_name}/${x.queue_id}` }),
+    h("h3", {}, "Properties"),
+    table([{ title: "Key", key: "k" }, { title: "Value", key: "v", id: "value" }],
+          Object.entries(r.properties).map(([k, v]) => ({ k, v })), { id: "client-properties", key: (x) => x.k }));
+}
+
+async function pageBroker(main, addr) {
+  const r = await api("GET", "/api/brokers/" + encodeURIComponent(addr) + "/config");
+  const rows = Object.entries(r.config).map(([k, v]) => ({ k, v }));
+  const filter = h("input", { id: "config-filter", placeholder: "filter keys" });
+  let shown = table([{ title: "Key", key: "k" }, { title: "Value", key: "v", id: "value" }], rows,
+                    { id: "broker-config", key: (x) => x.k });
+  filter.addEventListener("input", () => {
+    const f = filter.value.toLowerCase();
+    const next = table([{ title: "Key", key: "k" }, { title: "Value", key: "v", id: "value" }],
+                       rows.filter((x) => x.k.toLowerCase().includes(f)), { id: "broker-config", key: (x) => x.k });
+    shown.replaceWith(next); shown = next;
+  });
+  main.replaceChildren(h("h2", {}, "Broker ", h("span", { id: "broker-name" }, `${r.broker_name} (${r.broker_id})`)),
+    h("p", { class: "muted" }, `${r.addr}; ${rows.length} settings; data version ${r.version || "-"}`),
+    h("div", { class: "toolbar" }, filter), shown);
 }
 
 async function pageMessages(main, query) {
@@ -566,7 +662,9 @@ const PAGES = [
   [/^\/topics$/, (m, q) => pageTopics(m, q), "topics"],
   [/^\/topics\/(.+)$/, (m, q, a) => pageTopic(m, a), "topics"],
   [/^\/groups$/, (m, q) => pageGroups(m, q), "groups"],
+  [/^\/groups\/([^/]+)\/clients\/(.+)$/, (m, q, a, b) => pageClient(m, a, b), "groups"],
   [/^\/groups\/(.+)$/, (m, q, a) => pageGroup(m, a), "groups"],
+  [/^\/brokers\/(.+)$/, (m, q, a) => pageBroker(m, a), "cluster"],
   [/^\/messages$/, (m, q) => pageMessages(m, q), "messages"],
   [/^\/messages\/(.+)$/, (m, q, a) => pageMessage(m, a, q), "messages"],
   [/^\/connections$/, (m, q) => pageConnections(m, q), "connections"],
@@ -593,7 +691,8 @@ async function route() {
     // Each page renders into its own element, shown only if no newer route started meanwhile.
     const view = h("div", { class: "view" });
     try {
-      await fn(view, query, m[1] ? decodeURIComponent(m[1]) : undefined);
+      await fn(view, query, m[1] ? decodeURIComponent(m[1]) : undefined,
+               m[2] ? decodeURIComponent(m[2]) : undefined);
       if (state.keepFlash) state.keepFlash = false; else clearFlash();
     } catch (e) {
       view.replaceChildren(h("h2", {}, "Error"), h("p", { class: "lag-bad", id: "page-error" }, e.message));
