@@ -768,11 +768,15 @@ class MessageStore:
             return None
         return mf.view(pos, size)
 
-    def append_to_commit_log(self, start_offset: int, data: bytes | bytearray | memoryview) -> bool:
+    def append_to_commit_log(self, start_offset: int, data: bytes | bytearray | memoryview,
+                             *, dispatch: bool = True) -> bool:
         """A slave's append of the master's bytes at ``start_offset`` (``appendToCommitLog``).
 
         The bytes go to the last segment (created at ``start_offset``'s segment start when
-        the log is empty or full), then every whole record now in the log is dispatched.
+        the log is empty or full), then every whole record now in the log is dispatched
+        (with ``dispatch=False`` not yet: the caller calls ``dispatch_appended()``, as the
+        HA client does once it has acknowledged the bytes to the master; upstream's reput
+        runs on its own thread, after the acknowledgement too).
         False when the store is not running, ``start_offset`` is not the log's end, the
         bytes do not fit the segment, or the segment cannot be created.
         """
@@ -789,8 +793,14 @@ class MessageStore:
             log.error("store.ha_append_refused", offset=start_offset, size=len(data),
                       segment=mf.file_from_offset, wrote_position=mf.wrote_position)
             return False
-        self._reput()
+        if dispatch:
+            self._reput()
         return True
+
+    def dispatch_appended(self) -> None:
+        """Dispatch the records ``append_to_commit_log(..., dispatch=False)`` left undispatched."""
+        if self._state == "running":
+            self._reput()
 
     def _reput(self) -> None:
         """Dispatch the whole records between the dispatched offset and the log's end."""

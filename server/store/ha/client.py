@@ -24,7 +24,9 @@ Contract:
   frame's offset, which must equal the slave's max offset once the slave holds data
   (upstream closes the connection otherwise, and so do we: the next connect reports the
   slave's offset again and the master resumes from there). Heartbeat frames (size 0)
-  append nothing.
+  append nothing. The records appended are dispatched (consume queue, index) right after
+  the report that acknowledges them is written, not before: a SYNC_MASTER's sends wait for
+  that report, and upstream's slave dispatches on its reput thread, after it too.
 * End of stream, a write failure, a refused append or nothing read from the master for
   ``haHousekeepingInterval`` closes the connection; the routine then reconnects.
   (Upstream times the housekeeping from its own last write, so a master that hangs
@@ -115,6 +117,7 @@ class HAClient:
                 log.info("ha.master_connection_lost", master=addr, error=str(exc))
             finally:
                 self.connected = False
+                self._store.dispatch_appended()  # whatever the session appended last
                 writer.close()
                 with contextlib.suppress(Exception):
                     await writer.wait_closed()
@@ -180,11 +183,14 @@ class HAClient:
                     break
                 offset, body = frame
                 self.master_offset = offset + len(body)
-                if body and not store.append_to_commit_log(offset, body):
+                if body and not store.append_to_commit_log(offset, body, dispatch=False):
                     return
             current = store.get_max_phy_offset()
             if current > reported:
+                # The acknowledgement first (a SYNC_MASTER's sends wait for it), then the
+                # consume queue and index entries of what was appended.
                 reported = self.reported_offset = current
                 writer.write(encode_offset_report(reported))
+                store.dispatch_appended()
                 await writer.drain()
                 last_write = loop.time()
