@@ -22,6 +22,14 @@ Families (all bounded by the registry's ``max_series``, overflow folded into ``o
 * ``rocketmq_ha_slave_lag_bytes{slave}``, ``rocketmq_ha_slave_connections``: on a master,
   each connected slave's unacknowledged commit-log bytes (server/store/ha);
   ``rocketmq_ha_sync_wait_seconds``: how long SYNC_MASTER sends waited for a slave's ack.
+* DLedger mode (server/store/dledger), this member's Raft view:
+  ``rocketmq_dledger_term``, ``rocketmq_dledger_role{role}`` (1 for the current role of
+  LEADER / FOLLOWER / CANDIDATE, 0 for the others), ``rocketmq_dledger_leader_changes_total``
+  (times it learnt of a leader other than the last one), ``rocketmq_dledger_last_election_seconds``
+  (its last stretch without a leader, from losing one, or starting, to knowing the next: the
+  failover time as this member saw it; -1 before the first leader),
+  ``rocketmq_dledger_last_election_term``, ``rocketmq_dledger_leadership_transfers_total``
+  (transfers this member started as leader), ``rocketmq_dledger_committed_index``.
 * ``rocketmq_requests_total{code}``, ``rocketmq_responses_total{code}``: remoting.py.
 
 Upstream has no Prometheus endpoint in 4.9.x: its exporter (Apache ``rocketmq-exporter``) is
@@ -68,12 +76,12 @@ smoothing) and ``rocketmq_consumer_lag`` is per queue.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
 
 from ..broker.stats import GROUP_GET_NUMS, GROUP_GET_SIZE, TOPIC_PUT_NUMS, TOPIC_PUT_SIZE
 from .exporter import PMDT_BANDS, ExporterFamilies
-from .registry import LATENCY_BUCKETS, Sample
+from .registry import LATENCY_BUCKETS, Registry, Sample
 from .service import ServerMetrics
 
 if TYPE_CHECKING:
@@ -148,6 +156,9 @@ class BrokerMetrics(ServerMetrics):
         ExporterFamilies(broker, append_series).register(registry)
         store.append_observer = append_series.observe
         broker.pull_hold.wake_observer = wake.labels().observe
+        dledger_node = getattr(store, "node", None)
+        if dledger_node is not None or getattr(store, "dledger_dir", None) is not None:
+            _register_dledger(registry, store)
         ha = broker.ha
         if ha is not None:
             # Replication (server/store/ha): a master's view of each connected slave.
@@ -162,6 +173,48 @@ class BrokerMetrics(ServerMetrics):
                 "rocketmq_ha_sync_wait_seconds",
                 "SYNC_MASTER: time a send waited for a slave's acknowledgement (or its timeout).")
             ha.group_transfer.wait_observer = sync_wait.labels().observe
+
+
+def _register_dledger(registry: Registry, store: Any) -> None:
+    """The DLedger families; read at scrape time from ``store.node`` (None before start)."""
+
+    def node_value(read: Callable[[Any], float]) -> Callable[[], list[Sample]]:
+        def samples() -> list[Sample]:
+            node = store.node
+            return [] if node is None else [((), float(read(node)))]
+        return samples
+
+    def roles() -> list[Sample]:
+        node = store.node
+        if node is None:
+            return []
+        return [((r,), 1.0 if node.role.value == r else 0.0)
+                for r in ("LEADER", "FOLLOWER", "CANDIDATE")]
+
+    registry.gauge_func("rocketmq_dledger_term", "DLedger: this member's current term.", (),
+                        node_value(lambda n: n.term))
+    registry.gauge_func("rocketmq_dledger_role", "DLedger: 1 for this member's current role.",
+                        ("role",), roles)
+    registry.counter_func(
+        "rocketmq_dledger_leader_changes_total",
+        "DLedger: times this member learnt of a leader other than the last one it knew.", (),
+        node_value(lambda n: n.stats.leader_changes))
+    registry.gauge_func(
+        "rocketmq_dledger_last_election_seconds",
+        "DLedger: this member's last time without a leader, from losing one to knowing the next"
+        " (-1 before the first leader).", (),
+        node_value(lambda n: n.stats.last_election_ms / 1000.0 if n.stats.last_election_ms >= 0
+                   else -1.0))
+    registry.gauge_func(
+        "rocketmq_dledger_last_election_term", "DLedger: the term of the last leader learnt.", (),
+        node_value(lambda n: n.stats.last_election_term))
+    registry.counter_func(
+        "rocketmq_dledger_leadership_transfers_total",
+        "DLedger: leadership transfers this member started as leader.", (),
+        node_value(lambda n: n.stats.transfers))
+    registry.gauge_func(
+        "rocketmq_dledger_committed_index", "DLedger: this member's committed entry index.", (),
+        node_value(lambda n: n.committed_index))
 
 
 def _consumer_lag(broker: BrokerController) -> Iterator[Sample]:

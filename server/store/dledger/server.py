@@ -346,7 +346,9 @@ class DLedgerServer:
         if isinstance(req, LeadershipTransferRequest):
             return node.handle_leadership_transfer(req, now)
         if isinstance(req, MetadataRequest):
-            return MetadataResponse(group=st.group, leader_id=st.leader_id, peers=dict(st.peers))
+            # The term too (stock leaves it at -1): the transfer command needs it.
+            return MetadataResponse(group=st.group, leader_id=st.leader_id, term=st.term,
+                                    peers=dict(st.peers))
         if isinstance(req, GetEntriesRequest):
             out = GetEntriesResponse(group=st.group, leader_id=st.leader_id)
             if not node.is_leader:

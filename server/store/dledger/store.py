@@ -25,6 +25,9 @@ The ``MessageStore`` facade, reads and all, with its commit log replaced by the 
   written are skipped, so re-dispatching is harmless); ``currterm`` gives back the term and
   vote. The node starts as a candidate.
 * Retention of the DLedger data is not implemented (segments are kept).
+* Timing: heartbeats every ``HEARTBEAT_INTERVAL_MS`` (1 s, stock 2 s), a follower stands
+  after three missed (3 s, stock 6 s); ``preferredLeaderId`` (``;``-separated ids) makes a
+  leader hand over to a caught-up preferred member (core.py).
 
 ``on_role_change(term, role)`` is the broker's hook (upstream ``DLedgerRoleChangeHandler``);
 ``leader_ready`` says whether this leader has committed and dispatched its whole log.
@@ -75,6 +78,10 @@ _HEAD = struct.Struct(">ii")
 _KEYS = MessageConst.PROPERTY_KEYS
 _UNIQ = MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX
 _CHECKPOINT_INTERVAL = 3.0  # DLedgerConfig.checkPointInterval
+# Our leader beats every second (stock: 2 s), and a follower stands after 3 beats of silence
+# (3 s; stock 6 s). Safe with stock members either way: a stock follower still waits its
+# 6 s, and a stock leader's 2 s beats (and its 1 s commit pushes) stay well inside our 3 s.
+HEARTBEAT_INTERVAL_MS = 1000
 _INDEX_FLUSH_INTERVAL = 1.0
 
 # DLedgerCommitLog.asyncPutMessage's answer for each DLedger response code.
@@ -125,7 +132,7 @@ class DLedgerMessageStore(MessageStore):
         self.follower_broker_id = broker_id_of(self.self_id)
         self.group = config.d_leger_group or broker_name or "default"
         self.host = host if host is not None else self.peers[self.self_id].rsplit(":", 1)[0].strip("[]")
-        self.timing = timing or Timing()
+        self.timing = timing or Timing(heartbeat_interval_ms=HEARTBEAT_INTERVAL_MS)
         self.dledger_dir = os.path.join(config.store_path_root_dir, f"dledger-{self.self_id}")
         self.dstore = DLedgerMmapFileStore(self.dledger_dir, config.mapped_file_size_commit_log,
                                            data_dir=config.store_path_dledger_commit_log)
