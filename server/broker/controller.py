@@ -35,8 +35,8 @@ DLedger mode (``enableDLegerCommitLog=true``, ``server/store/dledger``): the sto
 whatever ``--host`` says); no HA port. ``brokerId`` and
 ``brokerRole`` of the config are ignored: the broker starts as a SLAVE registered with
 brokerId = ``dLegerSelfId``'s digits + 1, and ``dledger_role.py`` turns it into the master
-(brokerId 0, SYNC_MASTER) while its Raft node leads, once caught up. Timer messages are off
-in DLedger mode (``timerWheelEnable`` forced false).
+(brokerId 0, SYNC_MASTER) while its Raft node leads, once caught up. Timer messages: the
+timer store runs on the leader only, loaded when it becomes the master (``dledger_role.py``).
 
 Timer messages (``server/store/timer``): one ``TimerMessageStore`` per broker; its check is a
 store put hook and a send hook; with ``timerWheelEnable`` the topic ``rmq_sys_wheel_timer``
@@ -147,8 +147,6 @@ class BrokerController:
         self.store_config = store_config
         self.host = host
         root = Path(store_config.store_path_root_dir)
-        if store_config.is_dledger:
-            store_config.timer_wheel_enable = False  # not in DLedger mode (module docstring)
         self.topics = TopicConfigManager(config, root)
         if store_config.timer_wheel_enable:
             self.topics.add_system_topic(TIMER_TOPIC, 1)

@@ -14,6 +14,12 @@ ignored):
   SYNC_MASTER (``change_to_master``). Puts are refused until then.
 * Role changes are handled one at a time, in order, on one routine; a newer change
   abandons a leader's wait.
+* Timer messages (``timerWheelEnable``): the timer store runs on the master only. A new
+  master loads it (``load_as_leader``: the wheel and timer log it kept, brought up to date
+  from the timer topic's queue, which every member builds from committed entries; parked
+  messages an earlier leader may have put back are looked up before being put back, so
+  each is delivered once) and starts it before registering; a master turned slave
+  suspends it (routines stopped, files flushed and closed) before anything else.
 
 Upstream: ``broker/dledger/DLedgerRoleChangeHandler.java``, ``BrokerController.changeToSlave``
 / ``changeToMaster`` (rocketmq 4.9.7).
@@ -98,6 +104,9 @@ class DLedgerRoleChangeHandler:
         b = self._b
         b.config.broker_id = self._store.follower_broker_id
         b.store_config.broker_role = "SLAVE"
+        timer = b.timer
+        if timer is not None and timer.running:
+            await timer.suspend()
         if b.schedule is not None:
             await b.schedule.stop_delivery()
         if b.transaction_check is not None:
@@ -115,6 +124,14 @@ class DLedgerRoleChangeHandler:
             b.schedule.start()
         if b.transaction_check is not None:
             b.transaction_check.start()
+        timer = b.timer
+        if b.store_config.timer_wheel_enable and timer is not None and not timer.running:
+            try:
+                timer.load_as_leader()
+            except (OSError, ValueError) as exc:
+                log.error("broker.timer_load_failed", error=repr(exc))
+            else:
+                timer.start()
         b.config.broker_id = 0
         b.store_config.broker_role = "SYNC_MASTER"
         await b.namesrv.register_broker_all()

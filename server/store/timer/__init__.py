@@ -21,7 +21,9 @@ Wiring (``server/broker/controller.py``): the broker builds one ``TimerMessageSt
 store, registers ``check_and_transform`` as a store put hook and ``TimerSendHook`` as a send
 hook, and with ``timerWheelEnable`` on a master loads and starts it after the store and
 shuts it down before the store. A slave only replicates the commit log (the parked and the
-delivered records alike) and runs no timer.
+delivered records alike) and runs no timer. In DLedger mode the leader runs it, loaded and
+started when it becomes the master and suspended when it stops leading
+(``server/broker/dledger_role.py``; ``timer_store.py`` says how nothing is delivered twice).
 """
 
 from __future__ import annotations

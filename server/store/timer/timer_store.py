@@ -53,6 +53,20 @@ seven days at 1 s precision, back), so messages that fell due while the broker w
 are put back at once. After a power loss (msync'ed every ``timerFlushIntervalMs``) a
 message may be delivered twice, never lost, as upstream.
 
+DLedger mode (a replicated commit log): the timer store runs on the leader only. Every
+member builds the timer topic's queue from committed entries, so a new leader's
+``load_as_leader`` brings its own wheel and timer log up to date from that queue (a member
+that never led starts from the queue's beginning, as stock rebuilds from the commit log).
+Parked records already in the log when it became leader may have been put back by an
+earlier leader, which left no mark here: until they are passed, each one is looked up by
+its UNIQ_KEY in the index before it is put back (its put back has the same UNIQ_KEY,
+TIMER_OUT_MS and born time, a TIMER_DEQUEUE_MS, a larger offset, in its real topic; a
+roll's next parking is on the timer topic) and marked instead when found. A put back that
+the old leader appended but never got committed is not in the log, so it is put back again:
+each timer message is delivered once across failovers. ``suspend`` stops it when the
+member stops leading. Without an index (``messageIndexEnable=false``) nothing is found and
+a failover may deliver twice.
+
 Files: ``<root>/timerwheel``, ``<root>/timerlog/``, ``<root>/config/timercheck``
 (``wheel.py``, ``log.py``, ``checkpoint.py``). Timer-log segments whose records left the
 commit log are deleted every 30 s.
@@ -209,6 +223,11 @@ class TimerMessageStore:
         self._tasks: list[asyncio.Task[None]] = []
         self._files_lock = threading.Lock()  # a flush thread against closing the mappings
         self._state = "new"
+        # Replicated log (DLedger mode): parked records below this commit-log offset may have
+        # been put back by another leader; each is looked up before it is put back.
+        self.verify_below = -1
+        self.verified_skips = 0
+        self._claimed: set[int] = set()  # put backs found so (one per parked record)
 
     # -- accepting (HookUtils.handleScheduleMessage) ------------------------------------
 
@@ -327,6 +346,26 @@ class TimerMessageStore:
         """Close the files without the final flush (a store that was loaded, never started)."""
         self._close()
         self._state = "stopped"
+
+    def load_as_leader(self) -> None:
+        """``load`` for a member that just became the leader of a replicated log (DLedger
+        mode): every parked record already in the log may have been put back by an earlier
+        leader, so until the wheel has passed them each is looked up (by its UNIQ_KEY in the
+        index) before it is put back, and one found put back is marked instead."""
+        self.load()
+        self.verify_below = self.store.commit_log.max_offset
+        self._claimed.clear()
+        log.info("store.timer.leader_loaded", verify_below=self.verify_below,
+                 queue_offset=self.queue_offset, read_time_ms=self.curr_read_ms)
+
+    async def suspend(self) -> None:
+        """Stop as ``shutdown`` does, then go back to the state before ``load`` (a leader that
+        lost its role: ``load_as_leader`` and ``start`` may follow again)."""
+        await self.shutdown()
+        self.wheel = None
+        self.timer_log = None
+        self.checkpoint = None
+        self._state = "new"
 
     def _close(self) -> None:
         with self._files_lock:
@@ -738,6 +777,10 @@ class TimerMessageStore:
             # doPut: a delete message is never delivered itself.
             self._record_done(kind, key)
             return True
+        if 0 <= msg.commit_log_offset < self.verify_below and self._put_back_already(msg, roll):
+            self.verified_skips += 1
+            self._record_done(kind, key)
+            return True
         ckpt.set_inflight(kind, key, self.store.commit_log.max_offset)
         result: Any = self.store.put_message_nowait(inner)
         if not isinstance(result, PutMessageResult):
@@ -765,6 +808,34 @@ class TimerMessageStore:
         else:
             self.delivered += 1
         return True
+
+    def _put_back_already(self, parked: MessageExt, roll: bool) -> bool:
+        """Whether the log holds, after ``parked``, its put back (same UNIQ_KEY and
+        TIMER_OUT_MS, with TIMER_DEQUEUE_MS) in its real topic, or for a roll its next parking
+        on the timer topic (found through the index; without an index nothing is found)."""
+        store = self.store
+        index = store.index
+        uniq = parked.properties.get(_UNIQ)
+        if index is None or not uniq:
+            return False
+        topic = parked.topic if roll else parked.properties.get(_REAL_TOPIC)
+        if not topic:
+            return False
+        out_ms = parked.properties.get(_OUT_MS)
+        found = index.query(topic, uniq, 64, 0, LONG_MAX)
+        for phy in sorted(set(found.phy_offsets)):
+            if phy <= parked.commit_log_offset or phy in self._claimed:
+                continue
+            msg = store.look_message_by_offset(phy)
+            if msg is None or msg.topic != topic:
+                continue
+            props = msg.properties
+            if (props.get(_UNIQ) == uniq and props.get(_OUT_MS) == out_ms and _DEQUEUE_MS in props
+                    and msg.born_timestamp == parked.born_timestamp):
+                log.info("store.timer.put_back_found", topic=topic, uniq_key=uniq, offset=phy)
+                self._claimed.add(phy)
+                return True
+        return False
 
     def _record_done(self, kind: int, key: int) -> None:
         if kind == INFLIGHT_UNIT:
