@@ -68,6 +68,8 @@ __all__ = [
     "OffsetWrapper",
     "ConsumeStats",
     "ConsumeStatsList",
+    "ConsumeQueueData",
+    "QueryConsumeQueueResponseBody",
     "TopicOffset",
     "TopicStatsTable",
     "GroupList",
@@ -941,6 +943,59 @@ class ConsumeStatsList(_Body):
         _F("consume_stats_list", "consumeStatsList",
            _d_list(_d_map(_d_str, _d_list(ConsumeStats.from_json))), _e_group_stats),
         _F("total_diff", "totalDiff", _d_int),
+    )
+
+
+@dataclass(slots=True)
+class ConsumeQueueData(_Body):
+    """One consume-queue unit as QUERY_CONSUME_QUEUE shows it (``ConsumeQueueData``);
+    ``str()`` is Java's ``toString`` (what ``mqadmin queryCq`` prints)."""
+
+    physic_offset: int = 0
+    physic_size: int = 0
+    tags_code: int = 0
+    extend_data_json: str | None = None
+    bit_map: str | None = None
+    eval: bool = False
+    msg: str | None = None
+
+    _SPEC: ClassVar[tuple[_Field, ...]] = _spec(
+        _F("physic_offset", "physicOffset", _d_int),
+        _F("physic_size", "physicSize", _d_int),
+        _F("tags_code", "tagsCode", _d_int),
+        _F("extend_data_json", "extendDataJson", _d_str),
+        _F("bit_map", "bitMap", _d_str),
+        _F("eval", "eval", _d_bool),
+        _F("msg", "msg", _d_str),
+    )
+
+    def __str__(self) -> str:
+        def java(v: str | None) -> str:
+            return "null" if v is None else v
+
+        return (f"ConsumeQueueData{{physicOffset={self.physic_offset}, physicSize={self.physic_size}, "
+                f"tagsCode={self.tags_code}, extendDataJson='{java(self.extend_data_json)}', "
+                f"bitMap='{java(self.bit_map)}', eval={'true' if self.eval else 'false'}, "
+                f"msg='{java(self.msg)}'}}")
+
+
+@dataclass(slots=True)
+class QueryConsumeQueueResponseBody(_Body):
+    """QUERY_CONSUME_QUEUE body: the group's subscription and filter (when one was asked
+    for), the queue's bounds and the units read."""
+
+    subscription_data: SubscriptionData | None = None
+    filter_data: str | None = None
+    queue_data: list[ConsumeQueueData] | None = None
+    max_queue_index: int = 0
+    min_queue_index: int = 0
+
+    _SPEC: ClassVar[tuple[_Field, ...]] = _spec(
+        _F("subscription_data", "subscriptionData", SubscriptionData.from_json, _e_obj),
+        _F("filter_data", "filterData", _d_str),
+        _F("queue_data", "queueData", _d_list(ConsumeQueueData.from_json), _e_list_obj),
+        _F("max_queue_index", "maxQueueIndex", _d_int),
+        _F("min_queue_index", "minQueueIndex", _d_int),
     )
 
 

@@ -431,3 +431,28 @@ def _write_key(k: Any, out: list[str], std: bool, depth: int) -> None:
         out.append("null")
     else:
         _write(k, out, False, depth)
+
+
+def dumps_pretty(obj: Any) -> str:
+    """``JSON.toJSONString(obj, true)``: fastjson's PrettyFormat (tab indents, no space after
+    ``:``), one line per entry of an object (bean or map). Arrays stay on one line, as
+    fastjson's ``CollectionCodec`` writes a ``Set`` (``SubscriptionData.tagsSet``)."""
+    out: list[str] = []
+    _write_pretty(obj, out, 0)
+    return "".join(out)
+
+
+def _write_pretty(obj: Any, out: list[str], indent: int) -> None:
+    if hasattr(obj, "to_json") and not isinstance(obj, Mapping):
+        obj = obj.to_json()
+    if not isinstance(obj, Mapping):
+        out.append(_dumps_str(obj, False, 0))
+    elif not obj:
+        out.append("{}")
+    else:
+        out.append("{")
+        for i, (k, v) in enumerate(obj.items()):
+            out.append(("," if i else "") + "\n" + "\t" * (indent + 1))
+            out.append(_dumps_str(str(k), False, 0) + ":")
+            _write_pretty(v, out, indent + 1)
+        out.append("\n" + "\t" * indent + "}")

@@ -58,3 +58,22 @@ def java_hashmap_order(keys: Iterable[str]) -> list[str]:
     indexed = [(_spread(java_string_hash(k)) & mask, i, k) for i, k in enumerate(keys)]
     indexed.sort()
     return [k for _, _, k in indexed]
+
+
+def java_concurrent_hashmap_order(keys: Iterable[str], initial_capacity: int = 16) -> list[str]:
+    """Keys in the order a ``java.util.concurrent.ConcurrentHashMap(initial_capacity)`` filled
+    in this insertion order iterates them: its table holds the next power of two of
+    ``1.5 * initial_capacity + 1`` buckets, doubled while the size exceeds 3/4 of it; keys
+    sharing a bucket keep insertion order. (``SubscriptionGroupManager``'s table is
+    ``ConcurrentHashMap(1024)``: 2048 buckets.)"""
+    keys = list(keys)
+    capacity = 1
+    while capacity < initial_capacity + (initial_capacity >> 1) + 1:
+        capacity *= 2
+    while len(keys) > capacity * 3 // 4:
+        capacity *= 2
+    mask = capacity - 1
+    indexed = [((_spread(java_string_hash(k)) & 0x7FFFFFFF) & mask, i, k)
+               for i, k in enumerate(keys)]
+    indexed.sort()
+    return [k for _, _, k in indexed]

@@ -37,14 +37,17 @@ from aiorocketmq.client.config import ClientConfig
 from aiorocketmq.client.remoting import RemotingClient, parse_namesrv_addr
 from aiorocketmq.protocol.acl import RPCHook
 from aiorocketmq.protocol.bodies import (
+    BrokerStatsData,
     ClusterInfo,
     ConsumerConnection,
     ConsumerRunningInfo,
     ConsumeStats,
+    ConsumeStatsList,
     GroupList,
     KVTable,
     MessageQueue,
     ProducerConnection,
+    QueryConsumeQueueResponseBody,
     ResetOffsetBody,
     SubscriptionGroupConfig,
     SubscriptionGroupWrapper,
@@ -73,6 +76,8 @@ from aiorocketmq.protocol.errors import (
     TopicNotExistError,
 )
 from aiorocketmq.protocol.headers import (
+    AddWritePermOfBrokerRequestHeader,
+    AddWritePermOfBrokerResponseHeader,
     CloneGroupOffsetRequestHeader,
     CommandHeader,
     CreateTopicRequestHeader,
@@ -83,6 +88,7 @@ from aiorocketmq.protocol.headers import (
     GetBrokerConfigResponseHeader,
     GetConsumerConnectionListRequestHeader,
     GetConsumerRunningInfoRequestHeader,
+    GetConsumeStatsInBrokerHeader,
     GetConsumeStatsRequestHeader,
     GetKVConfigRequestHeader,
     GetKVConfigResponseHeader,
@@ -92,9 +98,13 @@ from aiorocketmq.protocol.headers import (
     GetTopicStatsInfoRequestHeader,
     PullMessageRequestHeader,
     PutKVConfigRequestHeader,
+    QueryConsumeQueueRequestHeader,
     QueryTopicConsumeByWhoRequestHeader,
     ResetOffsetRequestHeader,
     UpdateConsumerOffsetRequestHeader,
+    ViewBrokerStatsDataRequestHeader,
+    WipeWritePermOfBrokerRequestHeader,
+    WipeWritePermOfBrokerResponseHeader,
 )
 from aiorocketmq.protocol.message import (
     Message,
@@ -112,6 +122,15 @@ LONG_MAX = 2**63 - 1
 _CALL_CONSUMER_TIMEOUT = 12.0  # the broker waits 10 s for the client (Broker2Client.callClient)
 _SUCCESS = ResponseCode.SUCCESS
 _TOOLS_GROUP = MixAll.TOOLS_CONSUMER_GROUP
+# DefaultMQAdminExtImpl.SYSTEM_GROUP_SET: groups getUserSubscriptionGroup leaves out.
+_SYSTEM_GROUPS = frozenset({
+    MixAll.DEFAULT_CONSUMER_GROUP, MixAll.DEFAULT_PRODUCER_GROUP, MixAll.TOOLS_CONSUMER_GROUP,
+    MixAll.FILTERSRV_CONSUMER_GROUP, MixAll.MONITOR_CONSUMER_GROUP,
+    MixAll.CLIENT_INNER_PRODUCER_GROUP, MixAll.SELF_TEST_PRODUCER_GROUP,
+    MixAll.SELF_TEST_CONSUMER_GROUP, MixAll.ONS_HTTP_PROXY_GROUP,
+    MixAll.CID_ONSAPI_PERMISSION_GROUP, MixAll.CID_ONSAPI_OWNER_GROUP,
+    MixAll.CID_ONSAPI_PULL_GROUP, "CID_RMQ_SYS_TRANS",
+})
 
 
 @dataclass(slots=True)
@@ -792,6 +811,114 @@ class MQAdmin:
         body = properties_to_string(props).encode("utf-8")
         for addr in self.namesrv_addrs:
             await self.invoke_namesrv(RequestCode.UPDATE_NAMESRV_CONFIG, body=body, addr=addr)
+
+    async def wipe_write_perm(self, namesrv_addr: str, broker_name: str) -> int:
+        """WIPE_WRITE_PERM_OF_BROKER (205) on one nameserver: the broker's topics lose write
+        permission there; returns how many topics changed (``wipeTopicCount``)."""
+        response = await self.invoke_namesrv(
+            RequestCode.WIPE_WRITE_PERM_OF_BROKER,
+            WipeWritePermOfBrokerRequestHeader(broker_name=broker_name), addr=namesrv_addr)
+        return WipeWritePermOfBrokerResponseHeader.from_ext_fields(
+            response.ext_fields or {}).wipe_topic_count
+
+    async def add_write_perm(self, namesrv_addr: str, broker_name: str) -> int:
+        """ADD_WRITE_PERM_OF_BROKER (327) on one nameserver: the broker's topics become
+        read-write there again; returns how many topics changed (``addTopicCount``)."""
+        response = await self.invoke_namesrv(
+            RequestCode.ADD_WRITE_PERM_OF_BROKER,
+            AddWritePermOfBrokerRequestHeader(broker_name=broker_name), addr=namesrv_addr)
+        return AddWritePermOfBrokerResponseHeader.from_ext_fields(
+            response.ext_fields or {}).add_topic_count
+
+    # -- broker housekeeping --------------------------------------------------------------
+
+    async def cluster_addrs(self, cluster: str | None) -> list[str]:
+        """Every broker address (masters and slaves) of ``cluster``, or of every cluster for
+        ``None`` / ``""``: upstream ``ClusterInfo.retrieveAllAddrByCluster``'s targets."""
+        info = await self.cluster_info()
+        out: list[str] = []
+        for cname, names in info.cluster_addr_table.items():
+            if cluster and cname != cluster:
+                continue
+            for name in names:
+                bd = info.broker_addr_table.get(name)
+                if bd is not None:
+                    out.extend(bd.broker_addrs.values())
+        return out
+
+    async def clean_expired_consume_queue(self, broker_addr: str) -> bool:
+        """CLEAN_EXPIRED_CONSUMEQUEUE (306): True once the broker answered SUCCESS."""
+        await self.invoke(broker_addr, RequestCode.CLEAN_EXPIRED_CONSUMEQUEUE)
+        return True
+
+    async def delete_expired_commit_log(self, broker_addr: str) -> bool:
+        """DELETE_EXPIRED_COMMITLOG (329): the broker deletes expired commit-log files now."""
+        await self.invoke(broker_addr, RequestCode.DELETE_EXPIRED_COMMITLOG)
+        return True
+
+    async def clean_unused_topic(self, broker_addr: str) -> bool:
+        """CLEAN_UNUSED_TOPIC (316): the store drops queues of topics it no longer has."""
+        await self.invoke(broker_addr, RequestCode.CLEAN_UNUSED_TOPIC)
+        return True
+
+    async def broker_consume_stats(self, broker_addr: str, *, is_order: bool = False,
+                                   timeout: float | None = None) -> ConsumeStatsList:
+        """GET_BROKER_CONSUME_STATS (317): every group's ``ConsumeStats`` on one broker."""
+        response = await self.invoke(broker_addr, RequestCode.GET_BROKER_CONSUME_STATS,
+                                     GetConsumeStatsInBrokerHeader(is_order=is_order),
+                                     timeout=timeout)
+        if response.body is None:
+            raise MQBrokerError.for_code(response.code, response.remark, broker_addr)
+        return ConsumeStatsList.decode(response.body)
+
+    async def query_consume_queue(self, broker_addr: str, topic: str, queue_id: int,
+                                  index: int, count: int,
+                                  consumer_group: str | None = None
+                                  ) -> QueryConsumeQueueResponseBody:
+        """QUERY_CONSUME_QUEUE (321): ``count`` units of one consume queue from ``index``.
+
+        Raises:
+            MQClientError: the broker answered SUCCESS without a body (the index is outside
+                the queue's files; its remark says so).
+        """
+        response = await self.invoke(broker_addr, RequestCode.QUERY_CONSUME_QUEUE,
+                                     QueryConsumeQueueRequestHeader(
+                                         topic=topic, queue_id=queue_id, index=index,
+                                         count=count, consumer_group=consumer_group))
+        if response.body is None:
+            raise MQClientError(response.remark or "QUERY_CONSUME_QUEUE answered no body")
+        return QueryConsumeQueueResponseBody.decode(response.body)
+
+    async def view_broker_stats_data(self, broker_addr: str, stats_name: str,
+                                     stats_key: str) -> BrokerStatsData:
+        """VIEW_BROKER_STATS_DATA (315): minute, hour and day of one stats item."""
+        response = await self.invoke(broker_addr, RequestCode.VIEW_BROKER_STATS_DATA,
+                                     ViewBrokerStatsDataRequestHeader(stats_name=stats_name,
+                                                                      stats_key=stats_key))
+        return BrokerStatsData.decode(response.body or b"{}")
+
+    async def user_topic_configs(self, broker_addr: str, *,
+                                 special_topic: bool = False) -> dict[str, TopicConfig]:
+        """Upstream ``getUserTopicConfig``: GET_ALL_TOPIC_CONFIG (21) without the broker's
+        system topics (GET_SYSTEM_TOPIC_LIST_FROM_BROKER, 325) and, unless
+        ``special_topic``, without retry and DLQ topics."""
+        response = await self.invoke(broker_addr, RequestCode.GET_ALL_TOPIC_CONFIG)
+        table = dict(TopicConfigSerializeWrapper.decode(response.body or b"{}")
+                     .topic_config_table)
+        response = await self.invoke(broker_addr, RequestCode.GET_SYSTEM_TOPIC_LIST_FROM_BROKER)
+        system = set(TopicList.decode(response.body or b"{}").topic_list)
+        return {t: c for t, c in table.items()
+                if t not in system and (special_topic or not (
+                    t.startswith(MixAll.RETRY_GROUP_TOPIC_PREFIX)
+                    or t.startswith(MixAll.DLQ_GROUP_TOPIC_PREFIX)))}
+
+    async def user_subscription_groups(self, broker_addr: str
+                                       ) -> dict[str, SubscriptionGroupConfig]:
+        """Upstream ``getUserSubscriptionGroup``: the broker's groups (201) without the
+        system ones (``CID_RMQ_SYS_`` and the tools' own groups)."""
+        groups = await self.subscription_groups(broker_addr)
+        return {g: c for g, c in groups.items()
+                if not MixAll.is_sys_consumer_group(g) and g not in _SYSTEM_GROUPS}
 
     # -- helpers for several brokers at once ----------------------------------------------
 

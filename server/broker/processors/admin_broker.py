@@ -30,6 +30,13 @@
 * VIEW_BROKER_STATS_DATA: minute/hour/day of a stats item, or SYSTEM_ERROR
   ``The stats <name> <key> not exist``.
 * GET_BROKER_CONSUME_STATS: ``ConsumeStatsList`` for every subscription group.
+* QUERY_CONSUME_QUEUE: up to ``count`` units of one consume queue from ``index`` (to the end of
+  that index's file), with the queue's bounds and, for a ``consumerGroup``, its subscription
+  and filter (``<g>@<t> is not online!`` for a group without one). SYSTEM_ERROR
+  ``<q>@<t> is not exist!`` for a queue the store never made; an index outside the queue's
+  files answers SUCCESS with remark ``Index <i> of <q>@<t> is not exist!`` and no body, as
+  upstream (whose tool then fails decoding nothing). Other SUCCESS answers keep the remark
+  ``not set any response code`` of upstream's ``createResponseCommand(null)``.
 
 Success answers carry no remark, as upstream's ``setRemark(null)``.
 """
@@ -47,12 +54,14 @@ from aiorocketmq.logs import get_logger
 from aiorocketmq.protocol.bodies import (
     BrokerStatsData,
     BrokerStatsItem,
+    ConsumeQueueData,
     ConsumeStats,
     ConsumeStatsList,
     DataVersion,
     KVTable,
     MessageQueue,
     OffsetWrapper,
+    QueryConsumeQueueResponseBody,
     TopicList,
     TopicOffset,
     TopicStatsTable,
@@ -63,13 +72,17 @@ from aiorocketmq.protocol.channel import Channel, Handler
 from aiorocketmq.protocol.codes import CURRENT_VERSION, MQVersion, RequestCode, ResponseCode
 from aiorocketmq.protocol.command import RemotingCommand
 from aiorocketmq.protocol.errors import ProtocolError
+from aiorocketmq.protocol.fastjson import dumps_pretty
 from aiorocketmq.protocol.headers import (
     GetBrokerConfigResponseHeader,
     GetConsumeStatsInBrokerHeader,
     GetTopicStatsInfoRequestHeader,
+    QueryConsumeQueueRequestHeader,
     ViewBrokerStatsDataRequestHeader,
 )
+from aiorocketmq.protocol.javautil import java_concurrent_hashmap_order, java_hashmap_order
 from aiorocketmq.server.runtime import read_properties_file
+from aiorocketmq.server.store.consume_queue import CQ_STORE_UNIT_SIZE, CQ_UNIT
 
 from ..config import store_config_to_properties, unknown_broker_keys
 from ..config_update import STOCK_BROKER_KEYS, plan_config_update
@@ -86,6 +99,8 @@ log = get_logger("aiorocketmq.broker.admin")
 _PULL_QUEUE_CAPACITY = 100000
 _QUERY_QUEUE_CAPACITY = 20000
 _END_TX_QUEUE_CAPACITY = 100000
+_CQ_EXT_MAX_ADDR = -(2**31) - 1  # ConsumeQueueExt.MAX_ADDR: tags codes at or below address the ext file
+_NOT_SET = "not set any response code"  # RemotingCommand.createResponseCommand's default remark
 
 
 def human_readable_bytes(n: int) -> str:
@@ -138,6 +153,7 @@ class AdminBrokerStatsProcessor:
             RequestCode.CLEAN_UNUSED_TOPIC: self.clean_unused_topic,
             RequestCode.VIEW_BROKER_STATS_DATA: self.view_broker_stats_data,
             RequestCode.GET_BROKER_CONSUME_STATS: self.get_broker_consume_stats,
+            RequestCode.QUERY_CONSUME_QUEUE: self.query_consume_queue,
         }
 
     # -- configuration --------------------------------------------------------------------
@@ -145,7 +161,10 @@ class AdminBrokerStatsProcessor:
     def config_text(self) -> str:
         b = self._b
         text = b.config.to_properties() + store_config_to_properties(b.store_config)
-        return text + properties_to_string(self.extra_config)
+        # NettyClientConfig's default, Runtime.availableProcessors(): mqadmin exportMetrics
+        # reports it as the broker's cpuNum.
+        extra = {"clientCallbackExecutorThreads": str(os.cpu_count() or 1), **self.extra_config}
+        return text + properties_to_string(extra)
 
     def get_broker_config(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         header = GetBrokerConfigResponseHeader(version=self.config_version.encode().decode())
@@ -345,9 +364,10 @@ class AdminBrokerStatsProcessor:
         store = b.store
         total_diff = 0
         groups: list[dict[str, list[ConsumeStats]]] = []
-        for group in list(b.subscription_groups.table):
+        # upstream walks its ConcurrentHashMap(1024) of groups and a HashSet of topics
+        for group in java_concurrent_hashmap_order(b.subscription_groups.table, 1024):
             stats_list: list[ConsumeStats] = []
-            for topic in b.offsets.which_topic_by_consumer(group):
+            for topic in java_hashmap_order(sorted(b.offsets.which_topic_by_consumer(group))):
                 tc = b.topics.select(topic)
                 if tc is None or (h.is_order and not tc.order):
                     continue
@@ -365,6 +385,44 @@ class AdminBrokerStatsProcessor:
         body = ConsumeStatsList(broker_addr=b.config.broker_addr, consume_stats_list=groups,
                                 total_diff=total_diff)
         return request.create_response(ResponseCode.SUCCESS, body=body.encode())
+
+    def query_consume_queue(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        """Upstream ``queryConsumeQueue``; see the module docstring."""
+        h = QueryConsumeQueueRequestHeader.from_ext_fields(request.ext_fields)
+        b = self._b
+        topic = h.topic if h.topic is not None else "null"
+        cq = b.store.find_consume_queue(topic, h.queue_id)
+        if cq is None:
+            return request.create_response(ResponseCode.SYSTEM_ERROR,
+                                           f"{h.queue_id}@{topic} is not exist!")
+        body = QueryConsumeQueueResponseBody(max_queue_index=cq.max_offset,
+                                             min_queue_index=cq.min_offset)
+        if h.consumer_group is not None:
+            sub = b.consumers.find_subscription_data(h.consumer_group, topic)
+            body.subscription_data = sub
+            if sub is None:
+                body.filter_data = f"{h.consumer_group}@{topic} is not online!"
+            else:
+                data = b.consumer_filters.get(topic, h.consumer_group)
+                body.filter_data = ("null" if data is None
+                                    else dumps_pretty(data.to_json()))
+        view = cq.get_index_buffer(h.index)
+        if view is None:
+            return request.create_response(
+                ResponseCode.SUCCESS, f"Index {h.index} of {h.queue_id}@{topic} is not exist!")
+        units: list[ConsumeQueueData] = []
+        try:
+            end = min(len(view), max(h.count, 0) * CQ_STORE_UNIT_SIZE)
+            for pos in range(0, end - CQ_STORE_UNIT_SIZE + 1, CQ_STORE_UNIT_SIZE):
+                phy, size, tags = CQ_UNIT.unpack_from(view, pos)
+                unit = ConsumeQueueData(phy, size, tags)
+                if tags <= _CQ_EXT_MAX_ADDR:  # ConsumeQueueExt.isExtAddr; we keep no extension file
+                    unit.msg = f"Cq extend not exist!addr: {tags}"
+                units.append(unit)
+        finally:
+            view.release()
+        body.queue_data = units
+        return request.create_response(ResponseCode.SUCCESS, _NOT_SET, body=body.encode())
 
 
 def _offset_wrapper(b: Any, store: Any, group: str, topic: str, qid: int) -> OffsetWrapper:
