@@ -31,6 +31,16 @@ GET      /api/messages?topic=&key=             by key
 GET      /api/messages/{id}?topic=&preview=    one message (``preview``: text, json, hex;
          &limit=                               ``limit``: bytes, at most 65536)
 POST     /api/messages/{id}/resend             ``{"group", "topic"?, "client_id"?}``
+GET      /api/messages/{id}/trace?trace_topic=  its trace records (``queryMsgTraceById``)
+GET      /api/dlq?group=&begin=&end=           dead letters of a group (``%DLQ%<group>``)
+GET      /api/dlq/export?group=&begin=&end=    the same with properties and bodies, as a file
+POST     /api/dlq/resend                       ``{"group", "msg_ids": [...]}``: to an online
+                                               client of the group (CONSUME_MESSAGE_DIRECTLY)
+GET      /api/acl                              every master's accounts (secrets masked) and
+                                               global white list
+POST     /api/acl/accounts                     create or update an account on every master
+DELETE   /api/acl/accounts/{access_key}        ``{"confirm": "<access_key>"}``
+PUT      /api/acl/white-list                   ``{"addrs": [...]}``: the whole global white list
 GET      /api/connections?producer_group=&topic=  consumers per group; producers of a group
 GET      /api/live                             live TPS / lag samples
 =======  ====================================  =============================================
@@ -316,6 +326,80 @@ async def post_resend(request: web.Request) -> web.Response:
     return web.json_response(await _service(request).resend(
         request.match_info["msg_id"], group=_str(data, "group", required=True) or "",
         topic=_str(data, "topic"), client_id=_str(data, "client_id"), user=acting_user(request)))
+
+
+@routes.get("/api/messages/{msg_id}/trace")
+async def get_trace(request: web.Request) -> web.Response:
+    return web.json_response(await _service(request).message_trace(
+        request.match_info["msg_id"], request.query.get("trace_topic") or None))
+
+
+# -- dead-letter queue ----------------------------------------------------------------------
+
+
+def _dlq_query(request: web.Request) -> tuple[str, int, int]:
+    group = request.query.get("group", "")
+    if not group:
+        raise InputError("'group' is required")
+    begin = _int_query(request, "begin")
+    end = _int_query(request, "end")
+    if begin is None or end is None:
+        raise InputError("give a time range 'begin' and 'end' (epoch milliseconds)")
+    return group, begin, end
+
+
+@routes.get("/api/dlq")
+async def get_dlq(request: web.Request) -> web.Response:
+    return web.json_response(await _service(request).dlq_messages(*_dlq_query(request)))
+
+
+@routes.get("/api/dlq/export")
+async def get_dlq_export(request: web.Request) -> web.Response:
+    group, begin, end = _dlq_query(request)
+    data = await _service(request).dlq_export(group, begin, end)
+    response = web.json_response(data, dumps=lambda v: json.dumps(v, indent=1,
+                                                                  ensure_ascii=False))
+    name = "".join(c if c.isalnum() or c in "-_" else "_" for c in group)
+    response.headers["Content-Disposition"] = (
+        f'attachment; filename="dlq-{name}-{data["exported_ms"]}.json"')
+    return response
+
+
+@routes.post("/api/dlq/resend")
+async def post_dlq_resend(request: web.Request) -> web.Response:
+    data = await _json_object(request)
+    return web.json_response(await _service(request).dlq_resend(
+        _str(data, "group", required=True) or "", data.get("msg_ids"),
+        user=acting_user(request)))
+
+
+# -- ACL --------------------------------------------------------------------------------
+
+
+@routes.get("/api/acl")
+async def get_acl(request: web.Request) -> web.Response:
+    return web.json_response(await _service(request).acl())
+
+
+@routes.post("/api/acl/accounts")
+async def post_acl_account(request: web.Request) -> web.Response:
+    return web.json_response(await _service(request).update_acl_account(
+        await _json_object(request), user=acting_user(request)))
+
+
+@routes.delete("/api/acl/accounts/{access_key}")
+async def delete_acl_account(request: web.Request) -> web.Response:
+    data = await _json_object(request)
+    return web.json_response(await _service(request).delete_acl_account(
+        request.match_info["access_key"], confirm=_str(data, "confirm"),
+        user=acting_user(request)))
+
+
+@routes.put("/api/acl/white-list")
+async def put_acl_white_list(request: web.Request) -> web.Response:
+    data = await _json_object(request)
+    return web.json_response(await _service(request).update_global_white_list(
+        data.get("addrs"), user=acting_user(request)))
 
 
 # -- connections and live charts ------------------------------------------------------------

@@ -41,16 +41,25 @@ Destructive actions take the acting user's name and log it (``dashboard.topic_de
 from __future__ import annotations
 
 import asyncio
+import base64
 import dataclasses
 import json
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, TypeVar
 
+from aiorocketmq.client.admin.acl import (
+    broker_acl_config,
+    delete_acl_config,
+    update_acl_config,
+    update_global_white_addr_config,
+)
 from aiorocketmq.client.admin.api import MQAdmin
 from aiorocketmq.client.api import PullStatus
 from aiorocketmq.client.producer import Validators
+from aiorocketmq.client.trace.query import query_trace_views
 from aiorocketmq.logs import get_logger
+from aiorocketmq.protocol.acl import PlainAccessConfig
 from aiorocketmq.protocol.bodies import (
     ClusterInfo,
     ConsumeMessageDirectlyResult,
@@ -319,6 +328,14 @@ def _check_topic(topic: str) -> str:
 
 def _check_group(group: str) -> str:
     return _checked(Validators.check_group, group)
+
+
+def _check_range(begin_ms: int, end_ms: int) -> None:
+    for name, v in (("begin", begin_ms), ("end", end_ms)):
+        if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= _LONG_MAX:
+            raise InputError(f"{name} must be epoch milliseconds, got {v!r}")
+    if begin_ms > end_ms:
+        raise InputError(f"begin ({begin_ms}) is after end ({end_ms})")
 
 
 def _check_confirm(confirm: str | None, name: str, action: str) -> None:
@@ -977,12 +994,18 @@ class DashboardService:
 
     async def messages_by_time(self, topic: str, begin_ms: int, end_ms: int) -> dict[str, Any]:
         """Messages of ``topic`` stored in [begin_ms, end_ms], newest first, capped."""
-        for name, v in (("begin", begin_ms), ("end", end_ms)):
-            if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= _LONG_MAX:
-                raise InputError(f"{name} must be epoch milliseconds, got {v!r}")
-        if begin_ms > end_ms:
-            raise InputError(f"begin ({begin_ms}) is after end ({end_ms})")
+        _check_range(begin_ms, end_ms)
         await self._route(topic)
+        found, truncated = await self._scan(topic, begin_ms, end_ms)
+        return {"topic": topic, "begin_ms": begin_ms, "end_ms": end_ms,
+                "messages": [message_summary(m) for m in found],
+                "truncated": truncated}
+
+    async def _scan(self, topic: str, begin_ms: int, end_ms: int
+                    ) -> tuple[list[MessageExt], bool]:
+        """Messages of ``topic`` stored in [begin_ms, end_ms], newest first, at most
+        ``max_scan_messages`` (and whether there were more)."""
+        _check_range(begin_ms, end_ms)
         found: list[MessageExt] = []
         truncated = False
         for addr, mq in await self.admin.readable_queues(topic):
@@ -1001,9 +1024,7 @@ class DashboardService:
                 found.extend(m for m in result.msg_found_list
                              if begin_ms <= m.store_timestamp <= end_ms)
         found.sort(key=lambda m: m.store_timestamp, reverse=True)
-        return {"topic": topic, "begin_ms": begin_ms, "end_ms": end_ms,
-                "messages": [message_summary(m) for m in found[:self.max_scan_messages]],
-                "truncated": truncated}
+        return found[:self.max_scan_messages], truncated
 
     async def messages_by_key(self, topic: str, key: str) -> dict[str, Any]:
         """QUERY_MESSAGE by key (upstream's 64 at most), newest first."""
@@ -1101,6 +1122,194 @@ class DashboardService:
                 "consume_result": result.consume_result, "remark": result.remark,
                 "spent_time_ms": result.spent_time_mills}
 
+    # -- dead-letter queue --------------------------------------------------------------
+
+    async def _dlq_messages(self, group: str, begin_ms: int, end_ms: int
+                            ) -> tuple[str, list[MessageExt] | None, bool]:
+        """(DLQ topic, its messages stored in the range or None when it does not exist,
+        truncated)."""
+        _check_group(group)
+        _check_range(begin_ms, end_ms)
+        topic = MixAll.dlq_topic(group)
+        try:
+            await self._route(topic)
+        except NotFoundError:
+            return topic, None, False
+        found, truncated = await self._scan(topic, begin_ms, end_ms)
+        return topic, found, truncated
+
+    async def dlq_messages(self, group: str, begin_ms: int, end_ms: int) -> dict[str, Any]:
+        """The dead letters of ``group`` (``%DLQ%<group>``) stored in [begin_ms, end_ms], newest
+        first, each with the topic it first failed on and how often it was retried."""
+        topic, found, truncated = await self._dlq_messages(group, begin_ms, end_ms)
+        rows = [{**message_summary(m),
+                 "origin_topic": m.properties.get(MessageConst.PROPERTY_RETRY_TOPIC),
+                 "origin_msg_id": m.properties.get(MessageConst.PROPERTY_ORIGIN_MESSAGE_ID)}
+                for m in found or []]
+        return {"group": group, "topic": topic, "exists": found is not None,
+                "begin_ms": begin_ms, "end_ms": end_ms, "messages": rows,
+                "truncated": truncated}
+
+    async def dlq_export(self, group: str, begin_ms: int, end_ms: int) -> dict[str, Any]:
+        """``dlq_messages`` with every property and the whole body (UTF-8 text when it
+        decodes, else base64), for a file the operator keeps or replays elsewhere."""
+        topic, found, truncated = await self._dlq_messages(group, begin_ms, end_ms)
+        out = []
+        for m in found or []:
+            body = bytes(m.body or b"")
+            try:
+                text: str | None = body.decode("utf-8")
+            except UnicodeDecodeError:
+                text = None
+            out.append({**message_summary(m), "properties": dict(sorted(m.properties.items())),
+                        "body_text": text,
+                        "body_base64": None if text is not None
+                        else base64.b64encode(body).decode("ascii")})
+        return {"group": group, "topic": topic, "begin_ms": begin_ms, "end_ms": end_ms,
+                "exported_ms": time.time_ns() // 1_000_000, "truncated": truncated,
+                "messages": out}
+
+    async def dlq_resend(self, group: str, msg_ids: Any, *, user: str) -> dict[str, Any]:
+        """Hand dead letters back to an online client of ``group`` (CONSUME_MESSAGE_DIRECTLY,
+        upstream's ``batchResendDlqMessage``); one result per message, failures included."""
+        _check_group(group)
+        if not isinstance(msg_ids, list) or not msg_ids or len(msg_ids) > 100 or not all(
+                isinstance(i, str) for i in msg_ids):
+            raise InputError("'msg_ids' must be a list of 1..100 message ids")
+        topic = MixAll.dlq_topic(group)
+        results = []
+        for msg_id in msg_ids:
+            try:
+                r = await self.resend(msg_id, group=group, topic=topic, user=user)
+                results.append({"msg_id": msg_id, "ok": r["consume_result"] == "CR_SUCCESS",
+                                "consume_result": r["consume_result"],
+                                "client_id": r["client_id"], "error": None})
+            except (MQClientError, MQBrokerError, RemotingError) as exc:
+                results.append({"msg_id": msg_id, "ok": False, "consume_result": None,
+                                "client_id": None, "error": str(exc)})
+        return {"group": group, "topic": topic, "results": results}
+
+    # -- message trace ------------------------------------------------------------------
+
+    async def message_trace(self, msg_id: str, trace_topic: str | None = None
+                            ) -> dict[str, Any]:
+        """The trace records of ``msg_id`` (``queryMsgTraceById``: QUERY_MESSAGE on the trace
+        topic, ``RMQ_SYS_TRACE_TOPIC`` unless given)."""
+        if not msg_id or len(msg_id) > 128:
+            raise InputError("message id must be 1..128 characters")
+        topic = trace_topic or SystemTopic.TRACE_TOPIC
+        await self._route(topic)
+        try:
+            views = await query_trace_views(self.admin, msg_id, topic)
+        except MQBrokerError as exc:
+            if exc.code != ResponseCode.QUERY_NOT_FOUND:
+                raise
+            views = []
+        records = sorted((dataclasses.asdict(v) for v in views),
+                         key=lambda r: (r["time_stamp"], r["msg_type"]))
+        return {"msg_id": msg_id, "trace_topic": topic, "records": records}
+
+    # -- ACL (plain_acl accounts and the global white list) ------------------------------
+
+    async def acl(self) -> dict[str, Any]:
+        """Every master's ACL accounts and global white list (GET_BROKER_CLUSTER_ACL_CONFIG,
+        54). Secrets are never sent to the page: ``secret_key`` shows only its length."""
+        masters = await self._masters()
+
+        async def one(addr: str) -> tuple[list[str], list[PlainAccessConfig]]:
+            return await broker_acl_config(self.admin, addr)
+
+        answers = await self._each(one, list(masters.values()))
+        brokers = []
+        for (name, addr), answer in zip(masters.items(), answers, strict=True):
+            row: dict[str, Any] = {"broker_name": name, "addr": addr}
+            if isinstance(answer, BaseException):
+                row.update(error=_describe(answer), global_white_addrs=[], accounts=[])
+            else:
+                white, accounts = answer
+                row.update(error=None, global_white_addrs=sorted(white), accounts=[
+                    {"access_key": a.access_key,
+                     "secret_key": "*" * len(a.secret_key or ""),
+                     "white_remote_address": a.white_remote_address, "admin": a.admin,
+                     "default_topic_perm": a.default_topic_perm,
+                     "default_group_perm": a.default_group_perm,
+                     "topic_perms": a.topic_perms or [], "group_perms": a.group_perms or []}
+                    for a in sorted(accounts, key=lambda a: a.access_key or "")])
+            brokers.append(row)
+        return {"brokers": brokers}
+
+    async def update_acl_account(self, data: dict[str, Any], *, user: str) -> dict[str, Any]:
+        """UPDATE_AND_CREATE_ACL_CONFIG (50) of one account on every master (stock
+        ``updateAclConfig -c``)."""
+        def text(key: str, *, required: bool = False) -> str | None:
+            value = data.get(key)
+            if value is None or value == "":
+                if required:
+                    raise InputError(f"'{key}' is required")
+                return None
+            if not isinstance(value, str) or len(value) > 1024 or any(
+                    c in value for c in "\r\n"):
+                raise InputError(f"'{key}' must be one line of text")
+            return value.strip()
+
+        def perms(key: str) -> list[str] | None:
+            value = data.get(key)
+            if value is None or value == []:
+                return None
+            if not isinstance(value, list) or not all(
+                    isinstance(v, str) and "=" in v and v.split("=", 1)[1] in _ACL_PERMS
+                    for v in value):
+                raise InputError(f"'{key}' must be a list of 'name=PERM' (PERM: "
+                                 f"{', '.join(_ACL_PERMS)})")
+            return [v.strip() for v in value]
+
+        admin = data.get("admin", False)
+        if not isinstance(admin, bool):
+            raise InputError("'admin' must be true or false")
+        config = PlainAccessConfig(
+            access_key=text("access_key", required=True),
+            secret_key=text("secret_key", required=True),
+            white_remote_address=text("white_remote_address"), admin=admin,
+            default_topic_perm=text("default_topic_perm"),
+            default_group_perm=text("default_group_perm"),
+            topic_perms=perms("topic_perms"), group_perms=perms("group_perms"))
+        for key in ("default_topic_perm", "default_group_perm"):
+            if getattr(config, key) not in (None, *_ACL_PERMS):
+                raise InputError(f"'{key}' must be one of {', '.join(_ACL_PERMS)}")
+        targets = sorted((await self._masters()).values())
+        for addr in targets:
+            await update_acl_config(self.admin, addr, config)
+        log.warning("dashboard.acl_account_updated", user=user, access_key=config.access_key,
+                    admin=config.admin, brokers=targets)
+        return {"access_key": config.access_key, "brokers": targets}
+
+    async def delete_acl_account(self, access_key: str, *, confirm: str | None, user: str
+                                 ) -> dict[str, Any]:
+        """DELETE_ACL_CONFIG (51) of ``access_key`` on every master."""
+        if not access_key or len(access_key) > 1024:
+            raise InputError("access key must be 1..1024 characters")
+        _check_confirm(confirm, access_key, "deleting an ACL account")
+        targets = sorted((await self._masters()).values())
+        for addr in targets:
+            await delete_acl_config(self.admin, addr, access_key)
+        log.warning("dashboard.acl_account_deleted", user=user, access_key=access_key,
+                    brokers=targets)
+        return {"access_key": access_key, "brokers": targets}
+
+    async def update_global_white_list(self, addrs: Any, *, user: str) -> dict[str, Any]:
+        """UPDATE_GLOBAL_WHITE_ADDRS_CONFIG (53) on every master: the whole list."""
+        if not isinstance(addrs, list) or not all(
+                isinstance(a, str) and a.strip() and "," not in a and len(a) <= 256
+                for a in addrs):
+            raise InputError("'addrs' must be a list of addresses or patterns "
+                             "(192.168.0.*, 10.0.1-5.*, ...), without commas")
+        clean = [a.strip() for a in addrs]
+        targets = sorted((await self._masters()).values())
+        for addr in targets:
+            await update_global_white_addr_config(self.admin, addr, ",".join(clean))
+        log.warning("dashboard.acl_white_list_updated", user=user, addrs=clean, brokers=targets)
+        return {"global_white_addrs": clean, "brokers": targets}
+
     # -- live samples -------------------------------------------------------------------
 
     async def sample(self, groups: list[str]) -> dict[str, Any]:
@@ -1133,6 +1342,8 @@ _SYSTEM_GROUPS = frozenset({
     MixAll.CLIENT_INNER_PRODUCER_GROUP, MixAll.SELF_TEST_PRODUCER_GROUP,
 })
 
+
+_ACL_PERMS = ("DENY", "PUB", "SUB", "PUB|SUB")
 
 # Settable fields of SubscriptionGroupConfig: bool, or the (low, high) range of an int.
 _GROUP_SETTINGS: dict[str, Any] = {

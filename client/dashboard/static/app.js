@@ -575,6 +575,7 @@ async function pageMessage(main, msgId, query) {
     h("h3", {}, "Properties"),
     table([{ title: "Key", key: "k" }, { title: "Value", key: "v" }],
           Object.entries(m.properties).map(([k, v]) => ({ k, v })), { id: "property-table", key: (r) => r.k }),
+    h("p", {}, h("a", { id: "trace-link", href: `#/messages/${encodeURIComponent(m.msg_id)}/trace` }, "Message trace \u203a")),
     h("h3", {}, "Resend to a consumer group"),
     h("div", { class: "inline card" }, h("label", {}, "Group", group),
       h("button", { id: "resend-button", onclick: async () => {
@@ -582,6 +583,119 @@ async function pageMessage(main, msgId, query) {
                                           { group: group.value, topic: m.topic }));
         if (r) resendOut.textContent = `${r.consume_result} by ${r.client_id}`;
       } }, "Resend"), resendOut));
+}
+
+async function pageTrace(main, msgId, query) {
+  const traceTopic = query.get("trace_topic") || "";
+  const r = await api("GET", `/api/messages/${encodeURIComponent(msgId)}/trace?trace_topic=${encodeURIComponent(traceTopic)}`);
+  main.replaceChildren(h("h2", {}, "Trace of ", h("span", { id: "trace-msg-id" }, r.msg_id)),
+    h("p", { class: "muted" }, `trace topic ${r.trace_topic}; ${r.records.length} record(s)`),
+    table([{ title: "Type", key: "msg_type", id: "type" }, { title: "Group", key: "group_name", id: "group" },
+           { title: "Client host", key: "client_host" }, { title: "Time", render: (x) => fmt.time(x.time_stamp) },
+           { title: "Cost (ms)", num: true, render: (x) => fmt.num(x.cost_time) },
+           { title: "Status", key: "status", id: "status" }, { title: "Topic", render: (x) => x.topic || "-" },
+           { title: "Tags", render: (x) => x.tags || "-" }, { title: "Store host", render: (x) => x.store_host || "-" }],
+          r.records, { id: "trace-table", key: (x) => `${x.msg_type}/${x.group_name}`,
+                       empty: "no trace records (was the client started with message trace on?)" }));
+}
+
+async function pageDlq(main, query) {
+  const now = Date.now();
+  const group = h("input", { id: "dlq-group", placeholder: "consumer group", value: query.get("group") || "" });
+  const begin = h("input", { id: "dlq-begin", type: "datetime-local", step: 1,
+                             value: localInput(Number(query.get("begin")) || now - 24 * 3600 * 1000) });
+  const end = h("input", { id: "dlq-end", type: "datetime-local", step: 1,
+                           value: localInput(Number(query.get("end")) || now + 60 * 1000) });
+  const results = h("div", { id: "dlq-results" });
+  const range = () => `group=${encodeURIComponent(group.value.trim())}&begin=${new Date(begin.value).getTime()}` +
+                      `&end=${new Date(end.value).getTime()}`;
+  const show = (data) => {
+    const boxes = new Map();
+    const out = h("div", { id: "dlq-resend-results" });
+    const resend = async () => {
+      const ids = [...boxes].filter(([, b]) => b.checked).map(([id]) => id);
+      if (!ids.length) { flash("select the messages to resend", "error"); return; }
+      const r = await guarded(() => api("POST", "/api/dlq/resend", { group: data.group, msg_ids: ids }));
+      if (r) out.replaceChildren(table([{ title: "Message id", key: "msg_id" },
+        { title: "Result", id: "result", render: (x) => x.ok ? `${x.consume_result} by ${x.client_id}` : (x.consume_result || x.error) }],
+        r.results, { id: "dlq-resend-table", key: (x) => x.msg_id }));
+    };
+    results.replaceChildren(
+      h("p", { class: "muted", id: "dlq-count" }, data.exists
+        ? `${data.messages.length} message(s) in ${data.topic}` + (data.truncated ? " (truncated: narrow the time range)" : "")
+        : `${data.topic} does not exist: nothing of ${data.group} went to the dead-letter queue`),
+      h("div", { class: "inline" },
+        h("a", { href: `/api/dlq/export?${range()}`, id: "dlq-export", download: "" }, "Export (JSON)"),
+        h("button", { id: "dlq-resend", onclick: resend }, "Resend selected to the group")),
+      table([{ title: "", render: (m) => { const b = h("input", { type: "checkbox", "data-msg": m.msg_id }); boxes.set(m.msg_id, b); return b; } },
+             { title: "Message id", id: "msg_id", render: (m) => h("a", { href: `#/messages/${m.msg_id}?topic=${encodeURIComponent(data.topic)}` }, m.msg_id) },
+             { title: "Origin topic", key: "origin_topic", id: "origin_topic" }, { title: "Keys", key: "keys" },
+             { title: "Retried", key: "reconsume_times", num: true }, { title: "Stored", render: (m) => fmt.time(m.store_timestamp) },
+             { title: "Size", num: true, render: (m) => fmt.bytes(m.body_size) }],
+            data.messages, { id: "dlq-table", key: (m) => m.msg_id, empty: "no dead letters in this time range" }),
+      out);
+  };
+  const search = async (e) => {
+    if (e) e.preventDefault();
+    const r = await guarded(() => api("GET", `/api/dlq?${range()}`));
+    if (r) { clearFlash(); show(r); }
+  };
+  main.replaceChildren(h("h2", {}, "Dead letters"),
+    h("form", { class: "inline card", id: "dlq-form", onsubmit: search }, h("label", {}, "Group", group),
+      h("label", {}, "From", begin), h("label", {}, "To", end),
+      h("button", { class: "primary", id: "dlq-search" }, "Search")), results);
+  if (group.value) await search();
+}
+
+async function pageAcl(main) {
+  const data = await api("GET", "/api/acl");
+  const b0 = data.brokers.find((b) => !b.error) || data.brokers[0] || { accounts: [], global_white_addrs: [] };
+  const ak = h("input", { id: "acl-ak", placeholder: "access key", autocomplete: "off" });
+  const sk = h("input", { id: "acl-sk", type: "password", placeholder: "secret key", autocomplete: "new-password" });
+  const white = h("input", { id: "acl-white", placeholder: "192.168.0.*" });
+  const admin = h("input", { id: "acl-admin", type: "checkbox" });
+  const perm = (id) => h("select", { id }, ["", "DENY", "PUB", "SUB", "PUB|SUB"].map((p) => h("option", { value: p }, p || "-")));
+  const topicPerm = perm("acl-topic-perm"), groupPerm = perm("acl-group-perm");
+  const topicPerms = h("input", { id: "acl-topic-perms", placeholder: "TopicA=PUB,TopicB=SUB", size: 30 });
+  const groupPerms = h("input", { id: "acl-group-perms", placeholder: "GroupA=SUB", size: 24 });
+  const list = (v) => v.split(",").map((x) => x.trim()).filter(Boolean);
+  const save = h("form", { class: "inline card", id: "acl-account-form", onsubmit: async (e) => {
+    e.preventDefault();
+    const r = await guarded(() => api("POST", "/api/acl/accounts", { access_key: ak.value.trim(), secret_key: sk.value,
+      white_remote_address: white.value.trim(), admin: admin.checked, default_topic_perm: topicPerm.value,
+      default_group_perm: groupPerm.value, topic_perms: list(topicPerms.value), group_perms: list(groupPerms.value) }));
+    if (r) { flash(`Account ${r.access_key} saved on ${r.brokers.join(", ")}`); route(); }
+  } }, h("label", {}, "Access key", ak), h("label", {}, "Secret key", sk), h("label", {}, "White address", white),
+     h("label", {}, "Admin", admin), h("label", {}, "Default topic perm", topicPerm),
+     h("label", {}, "Default group perm", groupPerm), h("label", {}, "Topic perms", topicPerms),
+     h("label", {}, "Group perms", groupPerms), h("button", { class: "primary", id: "acl-save" }, "Save account"));
+  const del = async (a) => {
+    const ok = await confirmByName("Delete ACL account", `Delete account ${a.access_key} from every broker?`, a.access_key);
+    if (!ok) return;
+    const r = await guarded(() => api("DELETE", "/api/acl/accounts/" + encodeURIComponent(a.access_key), { confirm: ok }));
+    if (r) { flash(`Account ${r.access_key} deleted`); route(); }
+  };
+  const whiteList = h("input", { id: "acl-global-white", size: 50, value: b0.global_white_addrs.join(", ") });
+  main.replaceChildren(h("h2", {}, "ACL"),
+    h("p", { class: "muted" }, "plain_acl accounts of every master broker (aclEnable=true); changes go to every master."),
+    data.brokers.filter((b) => b.error).map((b) => h("p", { class: "lag-bad" }, `${b.broker_name} (${b.addr}): ${b.error}`)),
+    h("h3", {}, "Global white list"),
+    h("form", { class: "inline card", id: "acl-white-form", onsubmit: async (e) => {
+      e.preventDefault();
+      const r = await guarded(() => api("PUT", "/api/acl/white-list", { addrs: list(whiteList.value) }));
+      if (r) { flash(`Global white list saved: ${r.global_white_addrs.join(", ") || "(empty)"}`); route(); }
+    } }, h("label", {}, "Addresses (comma separated)", whiteList), h("button", { class: "primary", id: "acl-white-save" }, "Save")),
+    h("h3", {}, "Accounts"),
+    table([{ title: "Access key", key: "access_key", id: "access_key" }, { title: "Secret", key: "secret_key" },
+           { title: "Admin", id: "admin", render: (a) => a.admin ? "yes" : "no" },
+           { title: "White address", render: (a) => a.white_remote_address || "-" },
+           { title: "Default topic", render: (a) => a.default_topic_perm || "-" },
+           { title: "Default group", render: (a) => a.default_group_perm || "-" },
+           { title: "Topic perms", id: "topic_perms", render: (a) => a.topic_perms.join(", ") || "-" },
+           { title: "Group perms", render: (a) => a.group_perms.join(", ") || "-" },
+           { title: "", render: (a) => h("button", { class: "danger", "data-delete": a.access_key, onclick: (e) => { e.stopPropagation(); del(a); } }, "Delete") }],
+          b0.accounts, { id: "acl-accounts", key: (a) => a.access_key, empty: "no account (or ACL is off on the brokers)" }),
+    h("h3", {}, "Create or update an account"), save);
 }
 
 async function pageConnections(main, query) {
@@ -666,9 +780,12 @@ const PAGES = [
   [/^\/groups\/(.+)$/, (m, q, a) => pageGroup(m, a), "groups"],
   [/^\/brokers\/(.+)$/, (m, q, a) => pageBroker(m, a), "cluster"],
   [/^\/messages$/, (m, q) => pageMessages(m, q), "messages"],
+  [/^\/messages\/([^/]+)\/trace$/, (m, q, a) => pageTrace(m, a, q), "messages"],
   [/^\/messages\/(.+)$/, (m, q, a) => pageMessage(m, a, q), "messages"],
+  [/^\/dlq$/, (m, q) => pageDlq(m, q), "dlq"],
   [/^\/connections$/, (m, q) => pageConnections(m, q), "connections"],
   [/^\/live$/, (m) => pageLive(m), "live"],
+  [/^\/acl$/, (m) => pageAcl(m), "acl"],
   [/^\/login$/, (m) => pageLogin(m), "login"],
 ];
 
