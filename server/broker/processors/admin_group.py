@@ -11,7 +11,9 @@
   ``consumerOffset - 1`` (0 if none); ``consumeTps`` from the GROUP_GET_NUMS minute view.
 * GET_CONSUMER_CONNECTION_LIST (absent group: CONSUMER_NOT_ONLINE
   ``the consumer group[<g>] not online``, frame 1035), GET_PRODUCER_CONNECTION_LIST
-  (SYSTEM_ERROR ``the producer group[<g>] not exist``), QUERY_TOPIC_CONSUME_BY_WHO (live
+  (SYSTEM_ERROR ``the producer group[<g>] not exist``), GET_ALL_PRODUCER_INFO (every
+  producer group's instances, ``ProducerTableInfo``; ``remoteIP`` as Java's
+  ``/host:port``), QUERY_TOPIC_CONSUME_BY_WHO (live
   subscribers plus groups holding offsets), GET_ALL_CONSUMER_OFFSET, CLONE_GROUP_OFFSET,
   QUERY_CONSUME_TIME_SPAN, QUERY_CORRECTION_OFFSET.
 * INVOKE_BROKER_TO_RESET_OFFSET: per write queue, the offset for the timestamp (-1: max
@@ -32,10 +34,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import TYPE_CHECKING, Any
 
 from aiorocketmq.logs import get_logger
+from aiorocketmq.protocol import fastjson
 from aiorocketmq.protocol.bodies import (
     Connection,
     ConsumerConnection,
@@ -112,6 +116,7 @@ class AdminGroupProcessor:
             RequestCode.GET_CONSUME_STATS: self.get_consume_stats,
             RequestCode.GET_CONSUMER_CONNECTION_LIST: self.get_consumer_connection_list,
             RequestCode.GET_PRODUCER_CONNECTION_LIST: self.get_producer_connection_list,
+            RequestCode.GET_ALL_PRODUCER_INFO: self.get_all_producer_info,
             RequestCode.QUERY_TOPIC_CONSUME_BY_WHO: self.query_topic_consume_by_who,
             RequestCode.GET_ALL_CONSUMER_OFFSET: self.get_all_consumer_offset,
             RequestCode.CLONE_GROUP_OFFSET: self.clone_group_offset,
@@ -210,6 +215,21 @@ class AdminGroupProcessor:
         body = ProducerConnection([Connection(c.client_id, ch.remote_addr, _lang(c.language), c.version)
                                    for ch, c in channels.items()])
         return request.create_response(ResponseCode.SUCCESS, body=body.encode())
+
+    def get_all_producer_info(self, channel: Channel,
+                              request: RemotingCommand) -> RemotingCommand:
+        """``ProducerManager.getProducerTable``: ``{"data": {group: [ProducerInfo]}}``."""
+        # last_update is the event loop's clock; stock sends epoch milliseconds.
+        now_ms, now = _now_ms(), asyncio.get_running_loop().time()
+        data: dict[str, list[dict[str, Any]]] = {}
+        for group, channels in self._b.producers.groups.items():
+            data[group] = [{
+                "clientId": c.client_id, "language": _lang(c.language).name,
+                "lastUpdateTimestamp": now_ms - int((now - c.last_update) * 1000),
+                "remoteIP": "/" + ch.remote_addr, "version": c.version,
+            } for ch, c in channels.items()]
+        return request.create_response(ResponseCode.SUCCESS,
+                                       body=fastjson.dumps({"data": data}))
 
     def query_topic_consume_by_who(self, channel: Channel,
                                    request: RemotingCommand) -> RemotingCommand:
