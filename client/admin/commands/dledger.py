@@ -6,8 +6,8 @@ has ``leadershipTransfer`` with the same options): leadershipTransfer.
 leader's ``dLegerPeers`` address) to the group's leader, as ``DLedgerClient.leadershipTransfer``
 does, and prints the answer, which arrives once the transferee has won (or lost) the next
 term's election. Without ``-l`` the leader is asked of the peers (METADATA, 50000); without
-``--term`` the term is the one our leader reports with its metadata (a stock leader does
-not report it: give ``--term`` then). Exit 1 unless the answer is SUCCESS.
+``--term`` the term is the one a member of ours following that leader (or leading) reports
+with its metadata (stock members do not report it: give ``--term`` for an all-stock group). Exit 1 unless the answer is SUCCESS.
 """
 
 from __future__ import annotations
@@ -76,14 +76,11 @@ async def leadership_transfer(admin: MQAdmin, args: argparse.Namespace) -> Outpu
             if meta is None or meta.code != DLedgerResponseCode.SUCCESS or not meta.leader_id:
                 continue
             leader = leader or meta.leader_id
-            if term is None and meta.leader_id == leader and peer == leader and meta.term >= 0:
+            # A member that follows the leader is in the leader's term.
+            if term is None and meta.leader_id == leader and meta.term >= 0:
                 term = meta.term
             if leader is not None and term is not None:
                 break
-        if leader is not None and term is None and leader in peers:
-            meta = await _metadata(admin, args.group, leader, peers[leader])
-            if meta is not None and meta.term >= 0:
-                term = meta.term
     if leader is None:
         raise MQClientError(f"no member of {args.group} knows a leader")
     if leader not in peers:

@@ -667,9 +667,12 @@ class RaftNode:
         ignores such an answer while a quorum answers, and a member whose term ran ahead
         while its log fell behind could then never rejoin: its votes are refused for the
         log, the leader's heartbeats by it for the term.)"""
+        # During a transfer the larger term is most likely the transferee standing: give it
+        # a vote wait to win instead of competing at once.
+        transferring = self.transferee is not None
         self._to_candidate(term, "a heartbeat answered with a larger term")
         self._parse = _Parse.WAIT_TO_VOTE_NEXT
-        self._next_vote_at = float("-inf")
+        self._next_vote_at = self._now + self._vote_wait() if transferring else float("-inf")
 
     # ------------------------------------------------------------------ leader: appends
 
