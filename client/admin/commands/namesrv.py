@@ -1,5 +1,5 @@
 """Nameserver commands (upstream ``tools/command/namesrv``): updateKvConfig, deleteKvConfig,
-getKvConfig, getNamesrvConfig, updateNamesrvConfig."""
+getKvConfig, getNamesrvConfig, updateNamesrvConfig, wipeWritePerm, addWritePerm."""
 
 # UP031: %-formatting on purpose, so each table reads like the upstream printf it mirrors.
 # ruff: noqa: UP031
@@ -7,12 +7,13 @@ getKvConfig, getNamesrvConfig, updateNamesrvConfig."""
 from __future__ import annotations
 
 import argparse
+import sys
 
-from aiorocketmq.protocol.errors import MQClientError
+from aiorocketmq.protocol.errors import MQClientError, RocketMQError
 
 from ..api import MQAdmin
 from .base import Output, command, opt
-from .formatting import format_properties
+from .formatting import describe_error, format_properties
 
 
 @command("updateKvConfig", "Create or update KV config",
@@ -63,3 +64,36 @@ async def update_namesrv_config(admin: MQAdmin, args: argparse.Namespace) -> Out
     text = "update name server config success!%s\n%s : %s\n" % (
         admin.namesrv_addrs, args.key, args.value)
     return Output({"namesrv": admin.namesrv_addrs, "key": args.key, "value": args.value}, text)
+
+
+async def _write_perm(admin: MQAdmin, args: argparse.Namespace, verb: str) -> Output:
+    """``WipeWritePermSubCommand`` / ``AddWritePermSubCommand``: every nameserver of ``-n`` in
+    turn; one that fails gets a ``Failed`` line (the reason on stderr) and the rest go on."""
+    broker = args.brokerName.strip()
+    call = admin.wipe_write_perm if verb == "wipe" else admin.add_write_perm
+    lines: list[str] = []
+    counts: dict[str, int | None] = {}
+    for addr in admin.namesrv_addrs:
+        try:
+            counts[addr] = count = await call(addr, broker)
+        except (RocketMQError, OSError, TimeoutError) as exc:
+            counts[addr] = None
+            lines.append("%s write perm of broker[%s] in name server[%s] Failed\n"
+                         % (verb, broker, addr))
+            print(describe_error(exc), file=sys.stderr)
+            continue
+        lines.append("%s write perm of broker[%s] in name server[%s] OK, %d\n"
+                     % (verb, broker, addr, count))
+    return Output({"brokerName": broker, "topicCounts": counts}, "".join(lines))
+
+
+@command("wipeWritePerm", "Wipe write perm of broker in all name server you defined in the -n param",
+         opt("-b", "--brokerName", required=True, help="broker name"))
+async def wipe_write_perm(admin: MQAdmin, args: argparse.Namespace) -> Output:
+    return await _write_perm(admin, args, "wipe")
+
+
+@command("addWritePerm", "Add write perm of broker in all name server you defined in the -n param",
+         opt("-b", "--brokerName", required=True, help="broker name"))
+async def add_write_perm(admin: MQAdmin, args: argparse.Namespace) -> Output:
+    return await _write_perm(admin, args, "add")
