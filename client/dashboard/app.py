@@ -19,7 +19,8 @@ Middlewares, outermost first:
   when the browser sends one, and the admin role. Without ``[users]`` in the config there is
   no login: ``GET /api/session`` opens an ``anonymous`` admin session (still CSRF-checked).
 
-Static assets (``static/``: ``index.html``, ``app.js``, ``app.css``, no CDN) are package data.
+Static assets (``static/``: ``index.html``, ``app.js``, ``app.css``, ``favicon.svg``, no CDN)
+are package data.
 Responses carry a strict Content-Security-Policy (``default-src 'self'``).
 """
 
@@ -204,6 +205,12 @@ async def _index(request: web.Request) -> web.FileResponse:
     return web.FileResponse(STATIC_DIR / "index.html")
 
 
+async def _favicon(request: web.Request) -> web.FileResponse:
+    """``/favicon.ico``, which browsers ask for on their own: the SVG icon."""
+    return web.FileResponse(STATIC_DIR / "favicon.svg",
+                            headers={"Content-Type": "image/svg+xml"})
+
+
 async def _unknown_api(request: web.Request) -> web.Response:
     return _json_error(404, f"no API endpoint {request.method} {request.path}")
 
@@ -227,6 +234,7 @@ def build_app(config: DashboardConfig, *, admin: MQAdmin | None = None) -> web.A
     app.add_routes(routes)
     app.router.add_route("*", "/api/{tail:.*}", _unknown_api)
     app.router.add_get("/", _index)
+    app.router.add_get("/favicon.ico", _favicon)
     app.router.add_static("/static/", STATIC_DIR, follow_symlinks=False)
 
     async def start(app: web.Application) -> None:

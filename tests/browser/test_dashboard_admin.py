@@ -7,6 +7,7 @@ in headless Chromium. What a change did is checked on the cluster itself through
 
 from __future__ import annotations
 
+import re
 import urllib.parse
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,7 @@ import pytest
 from aiorocketmq.client.admin.api import MQAdmin
 from aiorocketmq.protocol.bodies import SubscriptionGroupConfig
 from tests.browser.http import Http
-from tests.browser.workload import BILLING_GROUP, LIVE_GROUP, LIVE_TOPIC, Workload
+from tests.browser.workload import BILLING_GROUP, LIVE_GROUP, LIVE_SENT, LIVE_TOPIC, Workload
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration, pytest.mark.timeout(180)]
 
@@ -151,3 +152,37 @@ def test_group_create_update_delete_pages(page: Any, dashboard: str, workload: W
     expect(page.locator("main")).to_have_attribute("data-route", "/groups")
     expect(page.locator(f'#group-list tr[data-key="{NEW_GROUP}"]')).to_have_count(0)
     assert NEW_GROUP not in broker_groups(workload)
+
+
+TIME_24H = re.compile(r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$")
+CLOCK_24H = re.compile(r"^\d{2}:\d{2}:\d{2}$")
+
+
+def test_favicon_24_hour_times_and_chart_units(http_api: Http, page: Any, dashboard: str,
+                                               workload: Workload, screenshots: Path) -> None:
+    status, headers, body = http_api.raw("GET", "/favicon.ico")
+    assert status == 200 and headers["Content-Type"] == "image/svg+xml"
+    assert body.startswith(b"<svg")
+    expect(page.locator('link[rel="icon"]')).to_have_attribute("href", "/static/favicon.svg")
+
+    go(page, dashboard, "/messages")
+    assert TIME_24H.match(page.input_value("#msg-begin")), page.input_value("#msg-begin")
+    assert TIME_24H.match(page.input_value("#msg-end"))
+    page.fill("#msg-topic", LIVE_TOPIC)
+    page.fill("#msg-begin", "2000-01-01 13:00:00")  # typed as 24-hour, whatever the locale
+    page.click("#search-time")
+    expect(page.locator("#msg-count")).to_have_text(f"{LIVE_SENT} message(s)")
+    stored = page.locator("#msg-table tbody tr").first.locator("td").nth(5).inner_text()
+    assert TIME_24H.match(stored), stored
+    page.fill("#msg-begin", "2000-01-01 25:00:00")
+    page.click("#search-time")
+    expect(page.locator("#flash")).to_contain_text("is not a time")
+
+    go(page, dashboard, "/live")
+    for chart, unit in (("chart-put", "msg/s"), ("chart-get", "msg/s"), ("chart-lag", "messages")):
+        expect(page.locator(f"#{chart} text.axis-y")).to_have_text(unit, timeout=15_000)
+        expect(page.locator(f"#{chart} text.axis-x")).to_have_text("time (local, 24-hour)")
+        expect(page.locator(f"#{chart} h3")).to_contain_text(f"({unit})")
+    ticks = page.locator("#chart-put text.tick-x").all_text_contents()  # SVG: no innerText
+    assert ticks and all(CLOCK_24H.match(t) for t in ticks), ticks
+    page.screenshot(path=str(screenshots / "live-axes.png"), full_page=True)

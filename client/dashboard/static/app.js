@@ -118,9 +118,28 @@ function every(ms, fn, immediate) {
 }
 function stopTimers() { state.timers.forEach(clearInterval); state.timers = []; }
 
-function localInput(ms) {  // epoch ms -> value of an <input type=datetime-local>
-  const d = new Date(ms - new Date(ms).getTimezoneOffset() * 60000);
-  return d.toISOString().slice(0, 19);
+// Times are typed and shown as 24-hour local "YYYY-MM-DD HH:MM:SS" whatever the browser's
+// locale (a datetime-local input follows the locale, AM/PM in en-US).
+function localInput(ms) { return fmt.time(ms); }
+
+function timeInput(id, ms) {
+  return h("input", { id, class: "time", value: localInput(ms), size: 19, spellcheck: "false",
+                      placeholder: "YYYY-MM-DD HH:MM:SS", title: "local time, 24-hour: YYYY-MM-DD HH:MM:SS" });
+}
+
+// "YYYY-MM-DD HH:MM[:SS]" (or with a T) in local time -> epoch ms; NaN when malformed.
+function parseTime(text) {
+  const m = /^\s*(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2})(?::(\d{2}))?\s*$/.exec(text);
+  if (!m) return NaN;
+  const [y, mo, d, hh, mi, ss] = m.slice(1).map((v) => Number(v || 0));
+  if (mo < 1 || mo > 12 || d < 1 || d > 31 || hh > 23 || mi > 59 || ss > 59) return NaN;
+  return new Date(y, mo - 1, d, hh, mi, ss).getTime();
+}
+
+function timeOf(input) {
+  const ms = parseTime(input.value);
+  if (Number.isNaN(ms)) throw new Error(`'${input.value}' is not a time: use YYYY-MM-DD HH:MM:SS (24-hour)`);
+  return ms;
 }
 
 function stat(label, value, id) {
@@ -144,28 +163,39 @@ function pager(data, id, go) {
 
 const COLORS = ["#1f6feb", "#e8590c", "#2e7d32", "#8e24aa", "#c62828", "#00838f", "#6d4c41"];
 
-function lineChart(title, series, id, format) {
+// Axes: the value axis names its unit ("msg/s", "messages"), the time axis is 24-hour local.
+function lineChart(title, series, id, format, unit) {
   format = format || fmt.tps;
-  const W = 600, H = 220, L = 48, R = 10, T = 10, B = 24;
+  const W = 600, H = 230, L = 62, R = 12, T = 10, B = 38;
   const pts = series.flatMap((s) => s.points);
   const svg = h("svg:svg", { viewBox: `0 0 ${W} ${H}`, role: "img",
-                             "aria-label": title });
-  const wrap = h("div", { class: "chart", id: id || null }, h("h3", {}, title), svg);
+                             "aria-label": `${title} (${unit})` });
+  const wrap = h("div", { class: "chart", id: id || null }, h("h3", {}, `${title} (${unit})`), svg);
   if (!pts.length) { wrap.append(h("p", { class: "muted" }, "waiting for samples...")); return wrap; }
   const t0 = Math.min(...pts.map((p) => p[0])), t1 = Math.max(...pts.map((p) => p[0]));
   const vmax = Math.max(1, ...pts.map((p) => p[1]));
   const x = (t) => L + (t1 === t0 ? 0 : (t - t0) / (t1 - t0)) * (W - L - R);
   const y = (v) => T + (1 - v / vmax) * (H - T - B);
+  const label = { "font-size": 10, fill: "#6b7785" };
   for (let i = 0; i <= 4; i++) {
     const v = (vmax * i) / 4;
     svg.append(h("svg:line", { x1: L, x2: W - R, y1: y(v), y2: y(v), stroke: "#e3e8ef" }));
-    svg.append(h("svg:text", { x: L - 4, y: y(v) + 4, "text-anchor": "end", "font-size": 10,
-                               fill: "#6b7785" }, v >= 10 ? Math.round(v) : v.toFixed(1)));
+    svg.append(h("svg:text", { x: L - 4, y: y(v) + 4, "text-anchor": "end", class: "tick-y", ...label },
+                 v >= 10 ? Math.round(v) : v.toFixed(1)));
   }
-  svg.append(h("svg:text", { x: L, y: H - 6, "font-size": 10, fill: "#6b7785" },
-               new Date(t0).toLocaleTimeString("sv-SE")));
-  svg.append(h("svg:text", { x: W - R, y: H - 6, "font-size": 10, fill: "#6b7785",
-                             "text-anchor": "end" }, new Date(t1).toLocaleTimeString("sv-SE")));
+  const ticks = t1 === t0 ? [t0] : [0, 1, 2, 3, 4].map((i) => t0 + ((t1 - t0) * i) / 4);
+  ticks.forEach((t, i) => {
+    const anchor = ticks.length === 1 || i === 0 ? "start" : i === ticks.length - 1 ? "end" : "middle";
+    svg.append(h("svg:line", { x1: x(t), x2: x(t), y1: H - B, y2: H - B + 4, stroke: "#9aa5b1" }));
+    svg.append(h("svg:text", { x: x(t), y: H - B + 15, "text-anchor": anchor, class: "tick-x", ...label },
+                 fmt.clock(t)));
+  });
+  svg.append(h("svg:line", { x1: L, x2: W - R, y1: H - B, y2: H - B, stroke: "#9aa5b1" }));
+  svg.append(h("svg:line", { x1: L, x2: L, y1: T, y2: H - B, stroke: "#9aa5b1" }));
+  svg.append(h("svg:text", { x: (L + W - R) / 2, y: H - 4, "text-anchor": "middle", class: "axis-x", ...label },
+               "time (local, 24-hour)"));
+  svg.append(h("svg:text", { x: 12, y: (T + H - B) / 2, "text-anchor": "middle", class: "axis-y",
+                             transform: `rotate(-90 12 ${(T + H - B) / 2})`, ...label }, unit));
   const legend = h("div", { class: "legend" });
   series.forEach((s, i) => {
     const color = COLORS[i % COLORS.length];
@@ -174,7 +204,7 @@ function lineChart(title, series, id, format) {
                                    points: s.points.map((p) => `${x(p[0])},${y(p[1])}`).join(" ") }));
     const last = s.points.length ? s.points[s.points.length - 1][1] : 0;
     legend.append(h("span", { "data-series": s.name }, h("i", { style: null, class: "sw" + i }),
-                    `${s.name}: ${format(last)}`));
+                    `${s.name}: ${format(last)} ${unit}`));
   });
   legend.querySelectorAll("i").forEach((el, i) => { el.style.background = COLORS[i % COLORS.length]; });
   wrap.append(legend);
@@ -393,8 +423,7 @@ async function pageGroup(main, group) {
   const topics = [...new Set([...Object.keys(g.lag_by_topic), ...g.subscriptions.map((s) => s.topic)])]
     .filter((t) => !t.startsWith("%RETRY%"));
   const topicSel = h("select", { id: "reset-topic" }, topics.map((t) => h("option", { value: t }, t)));
-  const when = h("input", { id: "reset-time", type: "datetime-local", step: 1,
-                            value: localInput(Date.now() - 3600 * 1000) });
+  const when = timeInput("reset-time", Date.now() - 3600 * 1000);
   const reset = async (timestamp, what) => {
     const ok = await confirmByName(what, `${what} of group ${group} on topic ${topicSel.value}?`, group);
     if (!ok) return;
@@ -441,7 +470,7 @@ async function pageGroup(main, group) {
     h("h3", {}, "Reset offset"),
     h("div", { class: "inline card" }, h("label", {}, "Topic", topicSel), h("label", {}, "To time", when),
       h("button", { class: "danger", id: "reset-button", onclick: () =>
-        reset(new Date(when.value).getTime(), "Reset offsets") }, "Reset to time"),
+        guarded(() => reset(timeOf(when), "Reset offsets")) }, "Reset to time"),
       h("button", { class: "danger", id: "skip-button", onclick: () => reset(-1, "Skip the backlog") },
         "Skip backlog")),
     h("h3", {}, "Subscription group config"),
@@ -505,10 +534,8 @@ async function pageBroker(main, addr) {
 async function pageMessages(main, query) {
   const now = Date.now();
   const topic = h("input", { id: "msg-topic", placeholder: "topic", value: query.get("topic") || "" });
-  const begin = h("input", { id: "msg-begin", type: "datetime-local", step: 1,
-                             value: localInput(Number(query.get("begin")) || now - 3600 * 1000) });
-  const end = h("input", { id: "msg-end", type: "datetime-local", step: 1,
-                           value: localInput(Number(query.get("end")) || now + 60 * 1000) });
+  const begin = timeInput("msg-begin", Number(query.get("begin")) || now - 3600 * 1000);
+  const end = timeInput("msg-end", Number(query.get("end")) || now + 60 * 1000);
   const key = h("input", { id: "msg-key", placeholder: "message key", value: query.get("key") || "" });
   const id = h("input", { id: "msg-id", placeholder: "message id or unique key", size: 36 });
   const results = h("div", { id: "msg-results" });
@@ -526,8 +553,8 @@ async function pageMessages(main, query) {
   };
   const byTime = async (e) => {
     e.preventDefault();
-    const b = new Date(begin.value).getTime(), en = new Date(end.value).getTime();
-    const r = await guarded(() => api("GET", `/api/messages?topic=${encodeURIComponent(topic.value)}&begin=${b}&end=${en}`));
+    const r = await guarded(() => api("GET", `/api/messages?topic=${encodeURIComponent(topic.value)}` +
+                                      `&begin=${timeOf(begin)}&end=${timeOf(end)}`));
     if (r) { clearFlash(); show(r); }
   };
   const byKey = async (e) => {
@@ -602,13 +629,11 @@ async function pageTrace(main, msgId, query) {
 async function pageDlq(main, query) {
   const now = Date.now();
   const group = h("input", { id: "dlq-group", placeholder: "consumer group", value: query.get("group") || "" });
-  const begin = h("input", { id: "dlq-begin", type: "datetime-local", step: 1,
-                             value: localInput(Number(query.get("begin")) || now - 24 * 3600 * 1000) });
-  const end = h("input", { id: "dlq-end", type: "datetime-local", step: 1,
-                           value: localInput(Number(query.get("end")) || now + 60 * 1000) });
+  const begin = timeInput("dlq-begin", Number(query.get("begin")) || now - 24 * 3600 * 1000);
+  const end = timeInput("dlq-end", Number(query.get("end")) || now + 60 * 1000);
   const results = h("div", { id: "dlq-results" });
-  const range = () => `group=${encodeURIComponent(group.value.trim())}&begin=${new Date(begin.value).getTime()}` +
-                      `&end=${new Date(end.value).getTime()}`;
+  const range = () => `group=${encodeURIComponent(group.value.trim())}&begin=${timeOf(begin)}` +
+                      `&end=${timeOf(end)}`;
   const show = (data) => {
     const boxes = new Map();
     const out = h("div", { id: "dlq-resend-results" });
@@ -739,10 +764,10 @@ async function pageLive(main) {
       ? "last sample failed: " + live.last_error
       : `${samples.length} sample(s), one every ${live.interval_ms / 1000} s; last ${last ? fmt.time(last.t) : "-"}`;
     charts.replaceChildren(h("div", { class: "grid2" },
-      lineChart("TPS in (put) per broker", series((s, n) => s.brokers[n] && s.brokers[n].put_tps, brokers), "chart-put"),
-      lineChart("TPS out (get) per broker", series((s, n) => s.brokers[n] && s.brokers[n].get_tps, brokers), "chart-get")),
+      lineChart("TPS in (put) per broker", series((s, n) => s.brokers[n] && s.brokers[n].put_tps, brokers), "chart-put", fmt.tps, "msg/s"),
+      lineChart("TPS out (get) per broker", series((s, n) => s.brokers[n] && s.brokers[n].get_tps, brokers), "chart-get", fmt.tps, "msg/s")),
       h("div", { class: "grid2" },
-      lineChart("Lag per consumer group", series((s, n) => s.lag[n], groups), "chart-lag", fmt.num),
+      lineChart("Lag per consumer group", series((s, n) => s.lag[n], groups), "chart-lag", fmt.num, "messages"),
       table([{ title: "Group", key: "g" }, { title: "Lag now", key: "v", num: true, id: "lag" }],
             groups.map((g) => ({ g, v: last && last.lag[g] !== undefined ? fmt.num(last.lag[g]) : "-" })),
             { id: "live-lag", key: (r) => r.g })));
