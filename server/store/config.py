@@ -103,7 +103,7 @@ class MessageStoreConfig:
     d_leger_peers: str | None = None  # n0-host:port;n1-host:port;...
     d_leger_self_id: str | None = None
     store_path_dledger_commit_log: str | None = None  # None = <root>/dledger-<selfId>/data
-    preferred_leader_id: str | None = None  # accepted, not acted on (no leadership transfer)
+    preferred_leader_id: str | None = None  # ids (";"): the leader hands over to one (core.py)
     enable_batch_push: bool = False  # accepted; our leader always pushes batches
 
     def __post_init__(self) -> None:
