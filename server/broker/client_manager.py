@@ -17,6 +17,10 @@ Contract (upstream ``ProducerManager``, ``ConsumerManager``, ``ConsumerGroupInfo
 * Notifications are oneway sends with upstream's 10 ms permit budget, each in a task
   this manager owns (``stop()`` awaits them); a refused permit is logged and dropped,
   as upstream.
+* Each channel's own subscriptions (from its last heartbeat) are kept too: when the clients
+  of a group start to subscribe differently, ``broker.subscription_inconsistent`` is logged
+  as a warning with what each client subscribes to (``broker.subscription_consistent`` when
+  they agree again); ``inconsistent_groups()`` feeds a metric.
 * With ``filters`` set (the broker's ``ConsumerFilterManager``), every registration hands
   the heartbeat's subscriptions to it (upstream ``ConsumerGroupEvent.REGISTER``) and a
   group losing its last channel unregisters there (``UNREGISTER``).
@@ -30,7 +34,7 @@ from typing import Any
 
 from aiorocketmq.logs import get_logger
 from aiorocketmq.protocol.channel import Channel
-from aiorocketmq.protocol.codes import RequestCode
+from aiorocketmq.protocol.codes import MixAll, RequestCode
 from aiorocketmq.protocol.command import RemotingCommand
 from aiorocketmq.protocol.errors import RemotingError
 from aiorocketmq.protocol.headers import NotifyConsumerIdsChangedRequestHeader
@@ -49,6 +53,7 @@ log = get_logger("aiorocketmq.broker.clients")
 
 CHANNEL_EXPIRED_TIMEOUT = 120.0  # ConsumerManager/ProducerManager.CHANNEL_EXPIRED_TIMEOUT, 120 s
 HOUSEKEEPING_INTERVAL = 10.0  # ClientHousekeepingService: every 10 s
+RETRY_GROUP_TOPIC_PREFIX = MixAll.RETRY_GROUP_TOPIC_PREFIX
 NOTIFY_PERMIT_TIMEOUT = 0.01  # Broker2Client.notifyConsumerIdsChanged: invokeOneway(..., 10)
 
 
@@ -80,7 +85,7 @@ class ConsumerGroupInfo:
     """
 
     __slots__ = ("group_name", "channels", "subscriptions", "consume_type", "message_model",
-                 "consume_from_where", "last_update")
+                 "consume_from_where", "last_update", "client_subscriptions")
 
     def __init__(self, group_name: str, consume_type: str, message_model: str,
                  consume_from_where: str) -> None:
@@ -91,6 +96,28 @@ class ConsumerGroupInfo:
         self.message_model = message_model
         self.consume_from_where = consume_from_where
         self.last_update = _now()
+        # What each channel's last heartbeat subscribed to: (topic, type, expression), the
+        # group's own %RETRY% topic left out (every push consumer has it).
+        self.client_subscriptions: dict[Channel, frozenset[tuple[str, str, str]]] = {}
+
+    @property
+    def subscription_consistent(self) -> bool:
+        """Whether every client subscribes to the same topics with the same expressions."""
+        return len(set(self.client_subscriptions.values())) <= 1
+
+    def record_client_subscriptions(self, channel: Channel, subs: Iterable[Any]) -> None:
+        self.client_subscriptions[channel] = frozenset(
+            (sub.topic, sub.expression_type or "TAG", sub.sub_string or "*") for sub in subs
+            if not sub.topic.startswith(RETRY_GROUP_TOPIC_PREFIX))
+
+    def client_subscription_view(self) -> dict[str, list[str]]:
+        """client id -> its subscriptions as ``topic:expression`` (for the warning)."""
+        out = {}
+        for channel, subs in self.client_subscriptions.items():
+            info = self.channels.get(channel)
+            out[info.client_id if info else channel.remote_addr] = sorted(
+                f"{t}:{e}" if k == "TAG" else f"{t}:{k}:{e}" for t, k, e in subs)
+        return dict(sorted(out.items()))
 
     def find_channel(self, client_id: str) -> ClientChannelInfo | None:
         for info in self.channels.values():
@@ -180,6 +207,9 @@ class ConsumerManager:
         r1 = group_info.update_channel(info, consume_type, message_model, consume_from_where)
         subs = list(subs)
         r2 = group_info.update_subscription(subs)
+        was_consistent = group_info.subscription_consistent
+        group_info.record_client_subscriptions(info.channel, subs)
+        self._report_consistency(group_info, was_consistent)
         if (r1 or r2) and notify:
             self.notify_consumer_ids_changed(group, group_info.all_channels())
         if self.filters is not None:
@@ -191,6 +221,9 @@ class ConsumerManager:
         if group_info is None:
             return
         old = group_info.channels.pop(info.channel, None)
+        was_consistent = group_info.subscription_consistent
+        group_info.client_subscriptions.pop(info.channel, None)
+        self._report_consistency(group_info, was_consistent)
         if old is not None:
             log.info("broker.consumer_unregistered", group=group, client_id=old.client_id)
         if not group_info.channels:
@@ -207,6 +240,9 @@ class ConsumerManager:
             info = group_info.channels.pop(channel, None)
             if info is None:
                 continue
+            was_consistent = group_info.subscription_consistent
+            group_info.client_subscriptions.pop(channel, None)
+            self._report_consistency(group_info, was_consistent)
             log.warning("broker.consumer_channel_removed", group=group, client_id=info.client_id,
                         addr=channel.remote_addr)
             if not group_info.channels:
@@ -214,6 +250,22 @@ class ConsumerManager:
                 if self.filters is not None:
                     self.filters.unregister(group)
             self.notify_consumer_ids_changed(group, group_info.all_channels())
+
+    @staticmethod
+    def _report_consistency(group_info: ConsumerGroupInfo, was_consistent: bool) -> None:
+        """Log when a group's clients start or stop disagreeing on their subscriptions: the
+        usual cause of "lost" messages (each client gets only its share of the queues and
+        skips what its own tags filter out)."""
+        now = group_info.subscription_consistent
+        if was_consistent and not now:
+            log.warning("broker.subscription_inconsistent", group=group_info.group_name,
+                        clients=group_info.client_subscription_view())
+        elif now and not was_consistent:
+            log.info("broker.subscription_consistent", group=group_info.group_name)
+
+    def inconsistent_groups(self) -> list[str]:
+        """Groups whose online clients subscribe differently."""
+        return sorted(g for g, info in self.groups.items() if not info.subscription_consistent)
 
     def expired_channels(self, now: float) -> list[Channel]:
         return [ch for g in self.groups.values() for ch, info in g.channels.items()

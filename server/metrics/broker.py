@@ -16,6 +16,8 @@ Families (all bounded by the registry's ``max_series``, overflow folded into ``o
 * ``rocketmq_commitlog_bytes``: max physical offset minus min physical offset.
 * ``rocketmq_consumer_lag{group,topic,queue}``: per committed consumer offset, the queue's
   max offset minus it (never negative), computed at scrape time.
+* ``rocketmq_consumer_subscription_inconsistent{group}``: 1 for each consumer group whose
+  online clients subscribe to different topics or expressions (client_manager.py).
 * ``rocketmq_connections{role}``: client connections, ``consumer`` if the channel belongs to
   a consumer group, else ``producer`` if to a producer group, else ``other`` (tools, and
   clients before their first heartbeat); each connection is counted once.
@@ -152,6 +154,11 @@ class BrokerMetrics(ServerMetrics):
         registry.gauge_func(
             "rocketmq_connections", "Client connections by role.", ("role",),
             lambda: _connections(broker))
+        registry.gauge_func(
+            "rocketmq_consumer_subscription_inconsistent",
+            "1 for each consumer group whose online clients subscribe to different topics or "
+            "expressions, by group.", ("group",),
+            lambda: [((g,), 1) for g in broker.consumers.inconsistent_groups()])
         append_series = append.labels()
         ExporterFamilies(broker, append_series).register(registry)
         store.append_observer = append_series.observe
