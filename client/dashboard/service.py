@@ -959,12 +959,15 @@ class DashboardService:
         """
         names = await self.group_names()
 
-        async def one(group: str) -> dict[str, Any] | None:
+        async def load(group: str) -> dict[str, Any] | None:
             try:
                 conn = await self.admin.consumer_connection(group)
             except MQBrokerError:
                 return None
             return {"group": group, **self._connection_view(conn)}
+
+        async def one(group: str) -> dict[str, Any] | None:  # cached like the group rows
+            return await self.cache.get(("connections", group), lambda: load(group))
 
         consumers = [c for c in await self._each(one, names) if isinstance(c, dict)]
         out: dict[str, Any] = {"consumers": consumers, "producers": None}

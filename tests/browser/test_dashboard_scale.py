@@ -211,8 +211,12 @@ def test_group_and_topic_pages_in_the_browser(page: Any, dashboard: str, screens
     page.click("#topic-pager .next")
     expect(page.locator("#topic-list tbody tr").first).to_have_attribute(
         "data-key", scale_topic(100))
+    conn_cold = go(page, dashboard, "/connections")
+    expect(page.locator(f'#consumer-connections tr[data-key="{MIXED_GROUP}"]')).to_have_count(2)
+    conn_warm = go(page, dashboard, "/connections?")
     print(f"groups page (2,000 groups, 50 shown): {cold:.2f} s cold, {warm:.2f} s cached; "
-          f"topics page (2,002 topics, 100 shown): {topics:.2f} s")
+          f"topics page (2,002 topics, 100 shown): {topics:.2f} s; connections page (2,002 "
+          f"groups asked): {conn_cold:.2f} s cold, {conn_warm:.2f} s cached")
     page.screenshot(path=str(screenshots / "scale-groups.png"), full_page=True)
 
 
