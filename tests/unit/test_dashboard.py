@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
@@ -21,10 +22,14 @@ from aiorocketmq.client.dashboard.config import (
     load_config_file,
 )
 from aiorocketmq.client.dashboard.service import (
+    MAX_PAGE_SIZE,
     MAX_PREVIEW_BYTES,
     InputError,
+    TtlCache,
     body_preview,
     first_tps,
+    page_of,
+    subscription_issues,
     topic_kind,
 )
 
@@ -197,3 +202,79 @@ async def test_sampler_series_are_bounded_and_groups_refreshed_periodically() ->
     sampler.start()
     await sampler.stop()
     await sampler.stop()  # idempotent
+
+
+# -- paging, the list cache, subscription checks --------------------------------------------
+
+
+def test_page_of() -> None:
+    rows = list(range(205))
+    page, fields = page_of(rows, 3, 100)
+    assert page == list(range(200, 205))
+    assert fields == {"page": 3, "size": 100, "total": 205, "pages": 3}
+    assert page_of(rows, 4, 100)[0] == []  # past the end: empty, not an error
+    assert page_of([], 1, 50)[1]["pages"] == 1
+    for bad in ((0, 10), (1, 0), (1, MAX_PAGE_SIZE + 1), (True, 10)):
+        with pytest.raises(InputError):
+            page_of(rows, *bad)
+
+
+async def test_ttl_cache_reuses_shares_and_clears() -> None:
+    calls = 0
+    gate = asyncio.Event()
+
+    async def load() -> int:
+        nonlocal calls
+        calls += 1
+        await gate.wait()
+        return calls
+
+    cache = TtlCache(60.0)
+    first = asyncio.ensure_future(cache.get("k", load))
+    second = asyncio.ensure_future(cache.get("k", load))  # joins the load under way
+    await asyncio.sleep(0)
+    gate.set()
+    assert await first == 1 and await second == 1 and calls == 1
+    assert await cache.get("k", load) == 1 and calls == 1  # from the cache
+    cache.clear()
+    assert await cache.get("k", load) == 2
+
+    # A load that began before clear() is not stored: the change must show at once.
+    gate.clear()
+    pending = asyncio.ensure_future(cache.get("j", load))
+    await asyncio.sleep(0)
+    cache.clear()
+    gate.set()
+    assert await pending == 3
+    assert await cache.get("j", load) == 4
+
+    async def fail() -> int:
+        raise ValueError("cluster said no")
+
+    with pytest.raises(ValueError):
+        await cache.get("e", fail)
+    assert await cache.get("e", load) == 5  # a failure is not cached
+
+    never = TtlCache(0.0)
+    assert await never.get("k", load) == 6 and await never.get("k", load) == 7
+
+
+def _client(cid: str, *subs: tuple[str, str]) -> dict[str, object]:
+    return {"client_id": cid, "error": None, "subscriptions": [
+        {"topic": t, "expression": e, "expression_type": "TAG"} for t, e in subs]}
+
+
+def test_subscription_issues() -> None:
+    same = [_client("a", ("T", "x || y")), _client("b", ("T", "x || y"))]
+    assert subscription_issues(same) == []
+    assert subscription_issues([_client("a", ("T", "x"))]) == []  # one client agrees with itself
+    mixed = [_client("a", ("T", "TagA")), _client("b", ("T", "TagB"), ("U", "*")),
+             {"client_id": "c", "error": "timeout", "subscriptions": None}]
+    assert subscription_issues(mixed) == [
+        {"topic": "T", "missing": [], "by_expression": {"TagA": ["a"], "TagB": ["b"]}},
+        {"topic": "U", "missing": ["a"], "by_expression": {"*": ["b"]}},
+    ]
+    sql = [_client("a", ("T", "a > 1")), {"client_id": "b", "error": None, "subscriptions": [
+        {"topic": "T", "expression": "a > 1", "expression_type": "SQL92"}]}]
+    assert subscription_issues(sql)[0]["by_expression"] == {"SQL92: a > 1": ["b"],
+                                                            "a > 1": ["a"]}
