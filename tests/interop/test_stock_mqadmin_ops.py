@@ -385,3 +385,17 @@ def test_ours_skip_accumulated_offline(side: Side) -> None:
     assert [r.split() for r in theirs.splitlines()[1:]] == [
         ["broker-a", str(q), "5", "4", "5", "5"] for q in range(QUEUES)], theirs
     assert ours == theirs.replace("5                     4    ", "5                     5    ")
+
+
+def test_ours_start_monitoring(side: Side) -> None:
+    """One round at once (stock's tool runs until killed and writes to its log): the online
+    group's lag per topic in upstream's ``UndoneMsgs`` form; the group with no consumer
+    online is left out, as upstream's round leaves it."""
+    out = side.ours("startMonitoring", "--delay", "0", "--rounds", "1")
+    lines = out.splitlines()
+    assert lines[0] == "[MONITOR] =========================================beginRound", out
+    assert lines[-1] == "[MONITOR] =========================================endRound", out
+    assert (f"[MONITOR] reportUndoneMsgs: UndoneMsgs [consumerGroup={ONLINE}, topic={TOPIC}, "
+            f"undoneMsgsTotal=0, undoneMsgsSingleMQ=0, undoneMsgsDelayTimeMills=0]") in lines, out
+    assert all(line.startswith(f"[MONITOR] reportUndoneMsgs: UndoneMsgs [consumerGroup={ONLINE}, ")
+               for line in lines[1:-1]), out
