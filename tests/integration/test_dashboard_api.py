@@ -394,6 +394,17 @@ async def test_login_roles_and_logout(cluster: tuple[str, int], tmp_path: Path) 
         refused = await client.post("/api/topics", json={"topic": "ViewerT", "cluster": "DefaultCluster"},
                                     headers={CSRF_HEADER: viewer["csrf_token"]})
         assert refused.status == 403 and "may only read" in (await refused.json())["error"]
+        for method, path, body in (  # every write the dashboard has needs the admin role
+                ("POST", "/api/groups", {"group": "ViewerG", "cluster": "DefaultCluster"}),
+                ("DELETE", f"/api/groups/{GROUP}", {"confirm": GROUP}),
+                ("POST", "/api/dlq/resend", {"group": GROUP, "msg_ids": ["00"]}),
+                ("POST", "/api/acl/accounts", {"access_key": "viewer01", "secret_key": "x"}),
+                ("DELETE", "/api/acl/accounts/viewer01", {"confirm": "viewer01"}),
+                ("PUT", "/api/acl/white-list", {"addrs": ["10.0.0.*"]})):
+            resp = await client.request(method, path, json=body,
+                                        headers={CSRF_HEADER: viewer["csrf_token"]})
+            assert resp.status == 403 and "may only read" in (await resp.json())["error"], path
+        assert (await client.get(f"/api/groups/{GROUP}/config")).status == 200  # reads are fine
         out = await client.post("/api/logout", headers={CSRF_HEADER: viewer["csrf_token"]})
         assert out.status == 200
         assert (await client.get("/api/cluster")).status == 401
