@@ -1,7 +1,7 @@
 """Replication benchmark: our master/slave pair beside the stock RocketMQ 4.9.7 pair.
 
     python -m aiorocketmq.bench.ha_bench [--seconds 10] [--size 1024] [--concurrency 16]
-                                          [--rounds 1] [--sync-only] [--solo]
+                                          [--rounds 1] [--sync-only] [--solo] [--base DIR]
                                           [--catchup-mb 64] [--no-stock]
 
 Both pairs (a SYNC_MASTER and its SLAVE on 127.0.0.1, one nameserver of ours) run at once,
@@ -15,7 +15,8 @@ idle but for the one measured. It prints:
   reach the end of the last acknowledged message (its offset from the answer's ``msgId``),
   read at once: every SEND_OK is on both, or the benchmark fails. ``--solo`` adds each
   side's master alone (an ASYNC_MASTER without a slave, ``ours-1`` / ``stock-1``) to the
-  rounds, under the same load: what replication costs each side;
+  rounds, under the same load: what replication costs each side; ``--base DIR`` a pair of
+  ours started from another checkout (``base``), to measure a change before and after;
 * ``lag`` (not with ``--sync-only``): the slave's lag in bytes (master commitLogMaxOffset
   minus the slave's, sampled every 50 ms) while the same load runs with ``WAIT=false``
   (sends do not wait for the slave): p50 / p99 / max;
@@ -238,6 +239,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--solo", action="store_true",
                         help="also measure each side's master alone (ASYNC_MASTER, no slave) in the "
                              "sync rounds: what replication costs each")
+    parser.add_argument("--base", metavar="DIR",
+                        help="also measure a pair of ours run from another checkout (its root, "
+                             "holding aiorocketmq/): before / after a change, in the same run")
     args = parser.parse_args(argv)
     procs, stock = _checkout()
     tmp = Path(tempfile.mkdtemp(prefix="ha-bench-"))
@@ -247,11 +251,12 @@ def main(argv: list[str] | None = None) -> int:
         ns = procs.namesrv_process(tmp).start()
         servers.append(ns)
 
-        def ours(role: str, bid: int, name: str, port: int) -> Any:
-            c = conf(role, bid, "ours") | {"listenPort": str(port)}
-            s = procs.broker_process(tmp, ns.address, name=name, conf=c,
-                                     extra=("--log-level", "WARNING")).start()
-            servers.append(s)
+        def ours(role: str, bid: int, name: str, port: int, group: str = "ours",
+                 cwd: Path | None = None) -> Any:
+            c = conf(role, bid, group) | {"listenPort": str(port)}
+            s = procs.broker_process(tmp, ns.address, name=name, conf=c, extra=("--log-level", "WARNING"))
+            s.cwd = cwd
+            servers.append(s.start())
             return s
 
         master = ours("SYNC_MASTER", 0, "ours-master", stock.free_port(offsets=(-2, 0, 1)))
@@ -265,6 +270,16 @@ def main(argv: list[str] | None = None) -> int:
         if args.solo:
             pairs.append(Pair("ours-1", ours("ASYNC_MASTER", 0, "ours-solo",
                                             stock.free_port(offsets=(-2, 0, 1))), None, None))
+        if args.base:
+            base_dir = Path(args.base).resolve()
+            bmaster = ours("SYNC_MASTER", 0, "base-master", stock.free_port(offsets=(-2, 0, 1)), "base", base_dir)
+            bslave_port = stock.free_port(offsets=(-2, 0, 1))
+            bholder = {"slave": ours("SLAVE", 1, "base-slave", bslave_port, "base", base_dir)}
+
+            def restart_b() -> None:
+                bholder["slave"] = ours("SLAVE", 1, "base-slave", bslave_port, "base", base_dir)
+
+            pairs.append(Pair("base", bmaster, lambda: bholder["slave"], restart_b))
         if not args.no_stock:
             stock.require_java()
             smaster = stock.start_stock_broker(tmp, ns.address, name="java-master",
@@ -300,6 +315,8 @@ def main(argv: list[str] | None = None) -> int:
                 print(m.line(f"{label}~", args) + f"  median of {len(results[label])}", flush=True)
             if "stock" in medians:
                 print(f"ours / stock: {medians['ours'].rate / medians['stock'].rate:.2f}x", flush=True)
+            if "base" in medians:
+                print(f"ours / base: {medians['ours'].rate / medians['base'].rate:.2f}x", flush=True)
             if "stock-1" in medians:
                 print(f"masters alone, ours / stock: {medians['ours-1'].rate / medians['stock-1'].rate:.2f}x; "
                       f"pair / master alone: ours {medians['ours'].rate / medians['ours-1'].rate:.2f}, "

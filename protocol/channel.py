@@ -8,8 +8,9 @@ Contract (upstream ``NettyRemotingAbstract`` + ``ResponseFuture``; docs/PROTOCOL
   request its caller cancelled (a consumer's pull at shutdown), which is expected and
   logged at debug (``remoting.response_abandoned``; the last 1024 such opaques are kept). Requests go through the processor
   table (docs/ARCHITECTURE.md "Processor contract"): a plain handler runs inline, a
-  coroutine result gets one task owned by the channel, ``None`` means the handler answers
-  later with ``send_response``; oneway requests are never answered.
+  coroutine result gets one task owned by the channel, an ``asyncio.Future`` result is
+  answered by its done callback (no task; one cancelled is not answered), ``None`` means
+  the handler answers later with ``send_response``; oneway requests are never answered.
 * A ``ProtocolError`` from the decoder closes the connection (no response), as upstream's
   ``NettyDecoder`` does.
 * Writing: frames are queued as ``encode_parts()`` pieces and flushed with one
@@ -650,6 +651,11 @@ class Channel(asyncio.Protocol):
         if result is None or isinstance(result, RemotingCommand):
             self._reply(request, result, started)
             return
+        if isinstance(result, asyncio.Future):
+            # A future needs no task: its callback answers (a SYNC_MASTER send waiting for
+            # its slave's acknowledgement is one).
+            result.add_done_callback(functools.partial(self._future_done, request, started))
+            return
         task = self._loop.create_task(self._handler_routine(request, result, started))  # type: ignore[union-attr]
         self._tasks.add(task)
         task.add_done_callback(functools.partial(self._handler_done, result))
@@ -662,6 +668,17 @@ class Channel(asyncio.Protocol):
             # a request followed by a malformed frame): the handler's coroutine never ran.
             # Closing it ends it without Python's "coroutine ... was never awaited".
             result.close()
+
+    def _future_done(self, request: RemotingCommand, started: float,
+                     fut: asyncio.Future[RemotingCommand | None]) -> None:
+        if fut.cancelled():
+            return
+        exc = fut.exception()
+        if exc is not None:
+            if isinstance(exc, Exception):
+                self._handler_failed(request, exc, started)
+            return
+        self._reply(request, fut.result(), started)
 
     async def _handler_routine(
         self, request: RemotingCommand, result: Awaitable[RemotingCommand | None],

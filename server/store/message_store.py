@@ -726,12 +726,16 @@ class MessageStore:
                         return replica_refused
                     assert self._flush is not None
                     return self._await_flush_then(self._flush.request_flush(end), replica_refused)
+                if not self.config.is_sync_flush:
+                    # The put's own future, resolved by the slave's acknowledgement: no
+                    # coroutine and no task per waiting send.
+                    return ha.submit_replica_result(
+                        end, PutMessageResult(PutMessageStatus.PUT_OK, result),
+                        PutMessageResult(PutMessageStatus.FLUSH_SLAVE_TIMEOUT, result))
                 replica = ha.submit_replica(end)
         if self.config.is_sync_flush and wait:
             assert self._flush is not None
             return self._await_flush(result, self._flush.request_flush(end), replica)
-        if replica is not None:
-            return self._await_flush(result, None, replica)
         return PutMessageResult(PutMessageStatus.PUT_OK, result)
 
     @staticmethod

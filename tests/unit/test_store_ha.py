@@ -87,6 +87,19 @@ async def test_group_transfer_wakes_in_order_and_times_out() -> None:
     assert len(gt) == 0 and len(waited) == 3
 
 
+async def test_group_transfer_resolves_with_the_callers_values() -> None:
+    gt = GroupTransferService(timeout_ms=200)
+    a, b = gt.submit_result(100, "a-ok", "a-late"), gt.submit_result(200, "b-ok", "b-late")
+    gt.notify_acked(100)
+    assert a.result() == "a-ok" and not b.done()
+    assert await asyncio.wait_for(b, 2) == "b-late"  # slaveTimeout
+    assert gt.submit_result(50, "covered", "no").result() == "covered"
+    c = gt.submit_result(300, "c-ok", "c-closed")
+    gt.close()
+    assert c.result() == "c-closed"
+    assert gt.submit_result(400, "d-ok", "d-closed").result() == "d-closed"
+
+
 async def test_group_transfer_close_fails_waiters() -> None:
     gt = GroupTransferService(timeout_ms=10_000)
     f = gt.submit(10)

@@ -53,6 +53,8 @@ strategy. Cost on the hot path: one ``perf_counter()`` and three comparisons per
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import inspect
 import random
 import shutil
@@ -371,8 +373,27 @@ class SendMessageProcessor:
     def _answer(self, ctx: SendContext, result: Any) -> RemotingCommand | Awaitable[RemotingCommand]:
         if type(result) is not PutMessageResult and inspect.isawaitable(result):
             self._waiting.add(ctx)
+            if isinstance(result, asyncio.Future):
+                # A SYNC_MASTER put waiting for its slave: a future answered by a callback
+                # (the channel takes a future without a task), not a coroutine.
+                answer: asyncio.Future[RemotingCommand] = result.get_loop().create_future()
+                result.add_done_callback(functools.partial(self._answer_done, ctx, answer))
+                return answer
             return self._answer_later(ctx, result)
         return self._handle_put_result(ctx, result)
+
+    def _answer_done(self, ctx: SendContext, answer: asyncio.Future[RemotingCommand],
+                     result: asyncio.Future[PutMessageResult]) -> None:
+        self._waiting.discard(ctx)
+        if answer.done():
+            return
+        if result.cancelled():
+            answer.cancel()
+            return
+        try:
+            answer.set_result(self._handle_put_result(ctx, result.result()))
+        except Exception as exc:
+            answer.set_exception(exc)
 
     async def _answer_later(self, ctx: SendContext,
                             result: Awaitable[PutMessageResult]) -> RemotingCommand:

@@ -6,6 +6,11 @@ Contract (upstream ``HAService.GroupTransferService`` and ``CommitLog.submitRepl
   (``push2SlaveMaxOffset``, the largest offset any slave reported) reaches
   ``end_offset``, False after ``timeout_ms`` (upstream ``slaveTimeout``, 3 s; the put
   then answers FLUSH_SLAVE_TIMEOUT) or when the service closes.
+  ``submit_result(end_offset, ok, failed)`` is the same wait resolved with ``ok`` or
+  ``failed`` instead of True or False: the store hands its put result over directly, so a
+  waiting send costs one future, not a coroutine and a task (``CommitLog.submitReplicaRequest``
+  likewise completes the put's own future). Timeouts are logged (``ha.sync_wait_timeout``,
+  once per expiry with how many puts timed out).
 * ``notify_acked(offset)`` wakes every waiter at or below ``offset``.
 
 No task or timer per request: puts run on the event loop one after another, so their end
@@ -20,8 +25,15 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 from collections.abc import Callable
+from typing import Any, TypeVar
+
+from aiorocketmq.logs import get_logger
 
 __all__ = ["GroupTransferService"]
+
+log = get_logger("aiorocketmq.store.ha")
+
+T = TypeVar("T")
 
 
 class GroupTransferService:
@@ -29,8 +41,8 @@ class GroupTransferService:
 
     def __init__(self, timeout_ms: int) -> None:
         self._timeout = timeout_ms / 1000
-        # (end_offset, submitted_at, deadline, future), in submission order.
-        self._queue: deque[tuple[int, float, float, asyncio.Future[bool]]] = deque()
+        # (end_offset, submitted_at, deadline, future, ok, failed), in submission order.
+        self._queue: deque[tuple[int, float, float, asyncio.Future[Any], Any, Any]] = deque()
         self._timer: asyncio.TimerHandle | None = None
         self._acked = 0
         self._closed = False
@@ -40,16 +52,19 @@ class GroupTransferService:
         return len(self._queue)
 
     def submit(self, end_offset: int) -> asyncio.Future[bool]:
+        return self.submit_result(end_offset, True, False)
+
+    def submit_result(self, end_offset: int, ok: T, failed: T) -> asyncio.Future[T]:
         loop = asyncio.get_running_loop()
-        fut: asyncio.Future[bool] = loop.create_future()
+        fut: asyncio.Future[T] = loop.create_future()
         if self._closed:
-            fut.set_result(False)
+            fut.set_result(failed)
             return fut
         if end_offset <= self._acked:
-            fut.set_result(True)
+            fut.set_result(ok)
             return fut
         now = loop.time()
-        self._queue.append((end_offset, now, now + self._timeout, fut))
+        self._queue.append((end_offset, now, now + self._timeout, fut, ok, failed))
         if self._timer is None:
             self._timer = loop.call_at(now + self._timeout, self._expire)
         return fut
@@ -63,13 +78,13 @@ class GroupTransferService:
             return
         now = asyncio.get_running_loop().time() if self.wait_observer is not None else 0.0
         while queue and queue[0][0] <= offset:
-            _, started, _, fut = queue.popleft()
-            self._complete(fut, True, now - started)
+            _, started, _, fut, ok, _ = queue.popleft()
+            self._complete(fut, ok, now - started)
         self._rearm()
 
-    def _complete(self, fut: asyncio.Future[bool], ok: bool, waited: float) -> None:
+    def _complete(self, fut: asyncio.Future[Any], value: Any, waited: float) -> None:
         if not fut.done():
-            fut.set_result(ok)
+            fut.set_result(value)
         observe = self.wait_observer
         if observe is not None:
             observe(waited)
@@ -85,9 +100,14 @@ class GroupTransferService:
         self._timer = None
         now = asyncio.get_running_loop().time()
         queue = self._queue
+        expired = 0
         while queue and queue[0][2] <= now:
-            _, started, _, fut = queue.popleft()
-            self._complete(fut, False, now - started)
+            end, started, _, fut, _, failed = queue.popleft()
+            self._complete(fut, failed, now - started)
+            expired += 1
+        if expired:
+            log.warning("ha.sync_wait_timeout", puts=expired, last_end_offset=end, acked=self._acked,
+                        timeout_ms=int(self._timeout * 1000))
         self._rearm()
 
     def close(self) -> None:
@@ -97,6 +117,6 @@ class GroupTransferService:
             self._timer.cancel()
             self._timer = None
         queue, self._queue = self._queue, deque()
-        for _, _, _, fut in queue:
+        for _, _, _, fut, _, failed in queue:
             if not fut.done():
-                fut.set_result(False)
+                fut.set_result(failed)

@@ -8,7 +8,8 @@ Contract (upstream ``store/ha/HAService.java``):
 * ``push2slave_max_offset``: the largest offset any slave acknowledged. ``is_slave_ok(end)``
   is upstream's ``isSlaveOK``: at least one connection, and ``end - push2SlaveMaxOffset <
   haSlaveFallbehindMax``. ``submit_replica(end)`` queues a SYNC_MASTER wait in the
-  ``GroupTransferService`` (``slaveTimeout``).
+  ``GroupTransferService`` (``slaveTimeout``); ``submit_replica_result(end, ok, failed)``
+  is the same wait resolved with the caller's values.
 * ``wakeup_writers()`` is called by the store after every append; it wakes the idle
   connection writers (upstream ``WaitNotifyObject.wakeupAll``).
 * ``update_master_address(addr)`` points the slave's client at a master HA address.
@@ -23,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import socket
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from aiorocketmq.logs import get_logger
 
@@ -38,6 +39,8 @@ if TYPE_CHECKING:
 __all__ = ["HAService", "SlaveConnectionInfo"]
 
 log = get_logger("aiorocketmq.store.ha")
+
+T = TypeVar("T")
 
 
 class SlaveConnectionInfo:
@@ -132,6 +135,10 @@ class HAService:
 
     def submit_replica(self, end_offset: int) -> asyncio.Future[bool]:
         return self.group_transfer.submit(end_offset)
+
+    def submit_replica_result(self, end_offset: int, ok: T, failed: T) -> asyncio.Future[T]:
+        """``submit_replica`` resolved with ``ok`` (acknowledged) or ``failed`` (timed out)."""
+        return self.group_transfer.submit_result(end_offset, ok, failed)
 
     def notify_transfer_some(self, offset: int) -> None:
         if offset > self.push2slave_max_offset:
