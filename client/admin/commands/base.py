@@ -22,13 +22,18 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-from collections.abc import Awaitable, Callable, Sequence
+import contextlib
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from aiorocketmq.protocol.errors import MQClientError, RocketMQError
 
 from ..api import MQAdmin
+
+if TYPE_CHECKING:
+    from aiorocketmq.client.producer import Producer
 
 __all__ = [
     "BROKER_OR_CLUSTER",
@@ -42,8 +47,10 @@ __all__ = [
     "UsageError",
     "broker_targets",
     "command",
+    "now_ms",
     "opt",
     "parse_bool",
+    "started_producer",
 ]
 
 # The failures ``main`` reports as one line (exit 1), never as a traceback.
@@ -155,3 +162,23 @@ async def broker_targets(admin: MQAdmin, args: argparse.Namespace) -> list[str]:
     if getattr(args, "clusterName", None):
         return [b.addr for b in await admin.brokers(args.clusterName, masters_only=True)]
     raise UsageError("either -b brokerAddr or -c clusterName is required")
+
+
+def now_ms() -> int:
+    """``System.currentTimeMillis``."""
+    return time.time_ns() // 1_000_000
+
+
+@contextlib.asynccontextmanager
+async def started_producer(admin: MQAdmin, group: str) -> AsyncIterator[Producer]:
+    """A producer of ``group`` over the admin's client config (upstream's commands that
+    send start a ``DefaultMQProducer``), shut down on exit."""
+    from aiorocketmq.client.producer import Producer  # only the sending commands need it
+
+    producer = Producer(group, config=admin.config,
+                        send_msg_timeout_ms=max(1, int(admin.timeout * 1000)))
+    await producer.start()
+    try:
+        yield producer
+    finally:
+        await producer.shutdown()

@@ -1,5 +1,5 @@
 """Cluster and broker commands (upstream ``tools/command/cluster`` and ``broker``):
-clusterList, brokerStatus, getBrokerConfig, updateBrokerConfig."""
+clusterList, brokerStatus, getBrokerConfig, updateBrokerConfig, clusterRT."""
 
 # UP031: %-formatting on purpose, so each table reads like the upstream printf it mirrors.
 # ruff: noqa: UP031
@@ -8,13 +8,26 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import decimal
+import sys
 import time
 from typing import Any
 
 from aiorocketmq.protocol.bodies import ClusterInfo
+from aiorocketmq.protocol.javautil import java_hashmap_order
+from aiorocketmq.protocol.message import Message
 
 from ..api import MQAdmin
-from .base import BROKER_OR_CLUSTER, Output, broker_targets, command, opt
+from .base import (
+    BROKER_OR_CLUSTER,
+    EXPECTED,
+    Output,
+    broker_targets,
+    command,
+    now_ms,
+    opt,
+    started_producer,
+)
 from .formatting import format_properties
 
 
@@ -147,3 +160,81 @@ async def update_broker_config(admin: MQAdmin, args: argparse.Namespace) -> Outp
         done.append(addr)
     text = "".join(f"update broker config success, {a}\n" for a in done)
     return Output({"brokers": done, "key": args.key, "value": args.value}, text)
+
+
+def _gmt8_now() -> str:
+    """``CLusterSendMsgRTCommand.getCurTime``: ``yyyy-MM-dd HH:mm:ss`` in GMT+8."""
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(time.time() + 8 * 3600))
+
+
+def _half_up(value: float) -> str:
+    """``new BigDecimal(rt).setScale(0, ROUND_HALF_UP)``."""
+    return str(int(decimal.Decimal(value).quantize(decimal.Decimal(1), decimal.ROUND_HALF_UP)))
+
+
+@command("clusterRT", "List All clusters Message Send RT",
+         opt("-a", "--amount", type=int, default=100, help="message amount | default 100"),
+         opt("-s", "--size", type=int, default=128, help="message size | default 128 Byte"),
+         opt("-c", "--cluster", help="cluster name | default display all cluster"),
+         opt("-p", "--printLog", help="print as tlog | default false"),
+         opt("-m", "--machineRoom", help="machine room name | default noname"),
+         opt("-i", "--interval", type=int, default=10, help="print interval | default 10 seconds"),
+         opt("--rounds", type=int, default=0,
+             help="stop after this many rounds (not upstream; default 0: run until stopped, "
+                  "as upstream)"))
+async def cluster_rt(admin: MQAdmin, args: argparse.Namespace) -> Output:
+    """``CLusterSendMsgRTCommand``: every ``-i`` seconds, ``-a`` sends of ``-s`` bytes to
+    each broker of each cluster (to the topic named as the broker) and the average round
+    trip without the first send. Runs until stopped, as upstream, unless ``--rounds``;
+    each round is printed as it ends (with ``--json``, all rounds at the end)."""
+    info = await admin.cluster_info()
+    tlog = args.printLog is not None and args.printLog.strip().lower() == "true"
+    room = args.machineRoom.strip() if args.machineRoom else "noname"
+    clusters = [args.cluster.strip()] if args.cluster else \
+        java_hashmap_order(info.cluster_addr_table)
+    rows: list[dict[str, Any]] = []
+
+    def emit(text: str) -> None:
+        if args.json:
+            return
+        sys.stdout.write(text)
+        sys.stdout.flush()
+
+    if not tlog:
+        emit("%-24s  %-24s  %-4s  %-8s  %-8s\n" % ("#Cluster Name", "#Broker Name", "#RT",
+                                                  "#successCount", "#failCount"))
+    body = b"a" * args.size
+    rounds = 0
+    async with started_producer(admin, str(now_ms())) as producer:
+        while True:
+            for cluster in clusters:
+                names = info.cluster_addr_table.get(cluster)
+                if names is None:
+                    emit("cluster [%s] not exist" % cluster)
+                    break
+                for name in java_hashmap_order(names):
+                    elapsed = ok = failed = 0
+                    for i in range(args.amount):
+                        start = now_ms()
+                        try:
+                            await producer.send(Message(name, body))
+                            ok += 1
+                        except EXPECTED:
+                            failed += 1
+                        if i != 0:
+                            elapsed += now_ms() - start
+                    rt = elapsed / (args.amount - 1) if args.amount > 1 else float("nan")
+                    rows.append({"cluster": cluster, "brokerName": name, "rtMs": rt,
+                                 "successCount": ok, "failCount": failed})
+                    if not tlog:
+                        emit("%-24s  %-24s  %-8s  %-16s  %-16s\n" % (
+                            cluster, name, "NaN" if rt != rt else "%.2f" % rt, ok, failed))
+                    else:
+                        emit("%s|%s|%s|%s|%s\n" % (_gmt8_now(), room, cluster, name,
+                                                   "NaN" if rt != rt else _half_up(rt)))
+            rounds += 1
+            if args.rounds and rounds >= args.rounds:
+                break
+            await asyncio.sleep(args.interval)
+    # Already printed round by round; main prints text, so nothing more (JSON: the rows).
+    return Output(rows, "")

@@ -1,6 +1,6 @@
 """Subscription-group and consumer commands (upstream ``tools/command/consumer``,
 ``connection`` and ``offset``): updateSubGroup, deleteSubGroup, consumerProgress,
-consumerConnection, consumerStatus, resetOffsetByTime, cloneGroupOffset."""
+consumerConnection, consumerStatus, resetOffsetByTime, cloneGroupOffset, getConsumerConfig."""
 
 # UP031: %-formatting on purpose, so each table reads like the upstream printf it mirrors.
 # ruff: noqa: UP031
@@ -15,6 +15,7 @@ from typing import Any
 from aiorocketmq.protocol.bodies import ConsumerConnection, ConsumeStats, SubscriptionGroupConfig
 from aiorocketmq.protocol.codes import MixAll, MQVersion, ResponseCode
 from aiorocketmq.protocol.errors import MQBrokerError, MQClientError
+from aiorocketmq.protocol.javautil import java_hashmap_order
 
 from ..api import MQAdmin, RollbackStats
 from .base import BROKER_OR_CLUSTER, Output, broker_targets, command, opt, parse_bool
@@ -259,3 +260,46 @@ async def clone_group_offset(admin: MQAdmin, args: argparse.Namespace) -> Output
         args.srcGroup, args.destGroup, args.topic)
     return Output({"srcGroup": args.srcGroup, "destGroup": args.destGroup, "topic": args.topic},
                   text)
+
+
+def format_consumer_config(cluster: str | None, broker_name: str,
+                           cfg: SubscriptionGroupConfig) -> str:
+    """``GetConsumerConfigSubCommand``: a banner, then each declared field of
+    ``SubscriptionGroupConfig`` as ``%-40s=  %s``."""
+    fields: list[tuple[str, Any]] = [
+        ("groupName", cfg.group_name), ("consumeEnable", java_bool(cfg.consume_enable)),
+        ("consumeFromMinEnable", java_bool(cfg.consume_from_min_enable)),
+        ("consumeBroadcastEnable", java_bool(cfg.consume_broadcast_enable)),
+        ("retryQueueNums", cfg.retry_queue_nums), ("retryMaxTimes", cfg.retry_max_times),
+        ("brokerId", cfg.broker_id),
+        ("whichBrokerWhenConsumeSlowly", cfg.which_broker_when_consume_slowly),
+        ("notifyConsumerIdsChangedEnable", java_bool(cfg.notify_consumer_ids_changed_enable)),
+    ]
+    lines = ["=============================%s:%s=============================\n" % (
+        "null" if cluster is None else cluster, broker_name)]
+    lines.extend("%s%-40s=  %s\n" % ("", name, "" if value is None else value)
+                 for name, value in fields)
+    return "".join(lines)
+
+
+@command("getConsumerConfig", "Get consumer config by subscription group name!",
+         opt("-g", "--groupName", required=True, help="subscription group name"))
+async def get_consumer_config(admin: MQAdmin, args: argparse.Namespace) -> Output:
+    """The group's config on every broker that has it (its master, else any address), in
+    the order of stock's ``HashMap`` of broker names; nothing when none has it."""
+    group = args.groupName.strip()
+    info = await admin.cluster_info()
+    data, text = [], []
+    for name in java_hashmap_order(info.broker_addr_table):
+        addrs = info.broker_addr_table[name].broker_addrs
+        addr = addrs.get(MixAll.MASTER_ID) or next(iter(addrs.values()), None)
+        if addr is None:
+            continue
+        cfg = (await admin.subscription_groups(addr)).get(group)
+        if cfg is None:
+            continue
+        cluster = next((c for c in java_hashmap_order(info.cluster_addr_table)
+                        if name in info.cluster_addr_table[c]), None)
+        data.append({"cluster": cluster, "brokerName": name, "config": cfg.to_json()})
+        text.append(format_consumer_config(cluster, name, cfg))
+    return Output(data, "".join(text))

@@ -11,12 +11,13 @@ A table only one command prints stays beside that command in its family module.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import TypeVar
 
 from aiorocketmq.protocol.bodies import SubscriptionGroupConfig, TopicConfig
 from aiorocketmq.protocol.codes import Perm, ResponseCode
 from aiorocketmq.protocol.errors import MQBrokerError
-from aiorocketmq.protocol.javautil import java_hashmap_order
+from aiorocketmq.protocol.javautil import java_hashmap_order, java_string_hash
 
 from .base import UsageError
 
@@ -29,11 +30,16 @@ __all__ = [
     "format_topic_config",
     "front",
     "java_bool",
+    "java_hash_order",
+    "java_int",
     "java_list",
     "java_map_string",
     "parse_timestamp",
     "perm_to_string",
+    "queue_hash",
 ]
+
+T = TypeVar("T")
 
 
 def format_date(ms: int) -> str:
@@ -133,3 +139,32 @@ def describe_error(exc: BaseException) -> str:
         return f"{where}{name} ({exc.code}): {remark}"
     text = str(exc).replace("\n", " ").strip()
     return text or type(exc).__name__
+
+
+def java_int(value: int) -> int:
+    """``value`` wrapped to a Java ``int`` (32-bit two's complement)."""
+    value &= 0xFFFFFFFF
+    return value - 0x100000000 if value >= 0x80000000 else value
+
+
+def java_hash_order(items: Sequence[T], hash_of: Callable[[T], int]) -> list[T]:
+    """``items`` in the order a ``java.util.HashSet`` / ``HashMap`` filled in this order
+    iterates them, given each one's ``hashCode()`` (as ``java_hashmap_order`` for strings)."""
+    n = len(items)
+    capacity = 16
+    while n > capacity * 3 // 4:
+        capacity *= 2
+    mask = capacity - 1
+
+    def bucket(item: T) -> int:
+        h = hash_of(item) & 0xFFFFFFFF
+        return (h ^ (h >> 16)) & mask
+
+    return [item for _, _, item in sorted((bucket(it), i, it) for i, it in enumerate(items))]
+
+
+def queue_hash(topic: str, broker_name: str, queue_id: int) -> int:
+    """``MessageQueue.hashCode``."""
+    h = 31 + java_string_hash(broker_name)
+    h = 31 * h + queue_id
+    return java_int(31 * h + java_string_hash(topic))

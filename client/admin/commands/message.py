@@ -1,6 +1,6 @@
 """Message commands (upstream ``tools/command/message``): queryMsgById, queryMsgByKey,
 queryMsgTraceById, queryMsgByUniqueKey, queryMsgByOffset, printMsg, sendMessage,
-consumeMessage. Long scans (``printMsg``, ``consumeMessage``) report their progress over
+consumeMessage, printMsgByQueue, sendMsgStatus, checkMsgSendRT. Long scans (``printMsg``, ``consumeMessage``) report their progress over
 queues on stderr."""
 
 # UP031: %-formatting on purpose, so each table reads like the upstream printf it mirrors.
@@ -13,16 +13,35 @@ import dataclasses
 import os
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aiorocketmq.protocol.bodies import MessageQueue
 from aiorocketmq.protocol.codes import MixAll
 from aiorocketmq.protocol.errors import MQClientError
-from aiorocketmq.protocol.message import MessageExt
+from aiorocketmq.protocol.javautil import java_hashmap_order
+from aiorocketmq.protocol.message import Message, MessageExt
 
 from ..api import MessageTrack, MQAdmin
-from .base import EXPECTED, Output, UsageError, command, opt, parse_bool
-from .formatting import describe_error, format_human_ms, java_map_string, parse_timestamp
+from .base import (
+    EXPECTED,
+    Output,
+    UsageError,
+    command,
+    now_ms,
+    opt,
+    parse_bool,
+    started_producer,
+)
+from .formatting import (
+    describe_error,
+    format_human_ms,
+    java_bool,
+    java_map_string,
+    parse_timestamp,
+)
+
+if TYPE_CHECKING:
+    from aiorocketmq.client.api import SendResult
 
 # QueryMsgByIdSubCommand.createBodyFile: each shown message's body is written here.
 BODY_DIR = "/tmp/rocketmq/msgbodys"
@@ -264,3 +283,178 @@ async def consume_message(admin: MQAdmin, args: argparse.Namespace) -> Output:
                        MixAll.TOOLS_CONSUMER_GROUP, sub="*")
     lines = ["Consume ok\n" + _msg_line(m, True) for m in msgs]
     return Output([message_json(m) for m in msgs], "".join(lines))
+
+
+def _java_signed_bytes(body: bytes) -> str:
+    """``Arrays.toString(byte[])``: signed bytes."""
+    return "[" + ", ".join(str(b - 256 if b > 127 else b) for b in body) + "]"
+
+
+def _socket_addr(host: str) -> str:
+    """``InetSocketAddress.toString`` of an address without a host name: ``/ip:port``."""
+    return host if host.startswith("/") else "/" + host
+
+
+def message_ext_string(msg: MessageExt, broker_name: str) -> str:
+    """``MessageExt.toString`` of a pulled message (4.9.7): ``msgId=`` is the offset id, as
+    the client decoder stores it; ``Message.toString`` inside."""
+    txid = getattr(msg, "transaction_id", None) or "null"
+    return (
+        f"MessageExt [brokerName={broker_name}, queueId={msg.queue_id}, "
+        f"storeSize={msg.store_size}, queueOffset={msg.queue_offset}, sysFlag={msg.sys_flag}, "
+        f"bornTimestamp={msg.born_timestamp}, bornHost={_socket_addr(msg.born_host)}, "
+        f"storeTimestamp={msg.store_timestamp}, storeHost={_socket_addr(msg.store_host)}, "
+        f"msgId={msg.offset_msg_id}, commitLogOffset={msg.commit_log_offset}, "
+        f"bodyCRC={msg.body_crc}, reconsumeTimes={msg.reconsume_times}, "
+        f"preparedTransactionOffset={msg.prepared_transaction_offset}, "
+        f"toString()=Message{{topic='{msg.topic}', flag={msg.flag}, "
+        f"properties={java_map_string(msg.properties)}, "
+        f"body={_java_signed_bytes(bytes(msg.body))}, transactionId='{txid}'}}]")
+
+
+def format_tag_counts(counts: dict[str, int]) -> str:
+    """``printCalculateByTag``: most frequent first (ties in stock's ``HashMap`` order)."""
+    ordered = sorted(java_hashmap_order(counts), key=lambda t: -counts[t])
+    return "".join("Tag: %-30s Count: %s\n" % (t, counts[t]) for t in ordered)
+
+
+def _true(text: str | None) -> bool:
+    """``Boolean.parseBoolean``: true only for ``true`` (any case)."""
+    return text is not None and text.strip().lower() == "true"
+
+
+def _timestamp(text: str) -> int:
+    """``PrintMessageByQueueCommand.timestampFormat``: epoch ms or yyyy-MM-dd#HH:mm:ss:SSS."""
+    return parse_timestamp(text.strip())
+
+
+@command("printMsgByQueue", "Print Message Detail",
+         opt("-t", "--topic", required=True, help="topic name"),
+         opt("-a", "--brokerName", required=True, help="broker name"),
+         opt("-i", "--queueId", required=True, type=int, help="queue id"),
+         opt("-c", "--charsetName", help="CharsetName(eg: UTF-8,GBK)"),
+         opt("-s", "--subExpression", help="Subscribe Expression(eg: TagA || TagB)"),
+         opt("-b", "--beginTimestamp",
+             help="Begin timestamp[currentTimeMillis|yyyy-MM-dd#HH:mm:ss:SSS]"),
+         opt("-e", "--endTimestamp",
+             help="End timestamp[currentTimeMillis|yyyy-MM-dd#HH:mm:ss:SSS]"),
+         opt("-p", "--printMsg", help="print msg. eg: true | false(default)"),
+         opt("-d", "--printBody", help="print body. eg: true | false(default)"),
+         opt("-f", "--calculate", help="calculate by tag. eg: true | false(default)"))
+async def print_msg_by_queue(admin: MQAdmin, args: argparse.Namespace) -> Output:
+    """``PrintMessageByQueueCommand``: pull one queue from its min (or ``-b``) to its max
+    (or ``-e``) offset; ``-p true`` prints each message (``MSGID: <id> <MessageExt> BODY:``),
+    ``-f true`` the count per tag."""
+    charset = args.charsetName.strip() if args.charsetName else "utf-8"
+    print_msgs, print_body, by_tag = _true(args.printMsg), _true(args.printBody), \
+        _true(args.calculate)
+    sub = args.subExpression.strip() if args.subExpression else "*"
+    mq = MessageQueue(args.topic.strip(), args.brokerName.strip(), args.queueId)
+    addr = await admin.broker_addr_of(mq.topic, mq.broker_name)
+    low, high = await admin.queue_offsets(addr, mq)
+    if args.beginTimestamp:
+        low = await admin.search_offset(addr, mq, _timestamp(args.beginTimestamp))
+    if args.endTimestamp:
+        high = await admin.search_offset(addr, mq, _timestamp(args.endTimestamp))
+    counts: dict[str, int] = {}
+    msgs: list[MessageExt] = []
+    lines: list[str] = []
+    offset = low
+    while offset < high:
+        result = await admin.pull(addr, mq, offset, 32, sub_expression=sub)
+        offset = result.next_begin_offset
+        if result.status.name != "FOUND":
+            break
+        for m in result.msg_found_list:
+            # PullAPIWrapper.processPullResult: the queue's offsets as properties.
+            m.properties.setdefault("MIN_OFFSET", str(result.min_offset))
+            m.properties.setdefault("MAX_OFFSET", str(result.max_offset))
+            msgs.append(m)
+            tag = m.properties.get("TAGS")
+            if by_tag and tag and tag.strip():
+                counts[tag] = counts.get(tag, 0) + 1
+            if print_msgs:
+                body = bytes(m.body).decode(charset, "replace") if print_body \
+                    else "NOT PRINT BODY"
+                lines.append(f"MSGID: {m.msg_id} {message_ext_string(m, mq.broker_name)} "
+                             f"BODY: {body}\n")
+    if by_tag:
+        lines.append(format_tag_counts(counts))
+    return Output({"messages": [message_json(m) for m in msgs] if print_msgs else len(msgs),
+                   "tags": counts if by_tag else None}, "".join(lines))
+
+
+def format_send_result(result: SendResult) -> str:
+    """``SendResult.toString``."""
+    mq = result.message_queue
+    return (f"SendResult [sendStatus={result.status.name}, msgId={result.msg_id}, "
+            f"offsetMsgId={result.offset_msg_id}, messageQueue=MessageQueue [topic={mq.topic}, "
+            f"brokerName={mq.broker_name}, queueId={mq.queue_id}], "
+            f"queueOffset={result.queue_offset}]")
+
+
+def _hello_body(size: int) -> bytes:
+    """``SendMsgStatusCommand.buildMessage``: "hello jodie" once per 11 bytes of ``size``."""
+    return b"hello jodie" * len(range(0, size, 11))
+
+
+@command("sendMsgStatus", "send msg to broker.",
+         opt("-b", "--brokerName", required=True, help="Broker Name"),
+         opt("-s", "--messageSize", type=int, default=128, help="Message Size, Default: 128"),
+         opt("-c", "--count", type=int, default=50, help="send message count, Default: 50"))
+async def send_msg_status(admin: MQAdmin, args: argparse.Namespace) -> Output:
+    """``SendMsgStatusCommand``: to the topic named as the broker (which every broker
+    serves), one 16-byte warm-up, then ``-c`` messages, each with its round trip."""
+    topic = args.brokerName.strip()
+    rows, lines = [], []
+    async with started_producer(admin, "PID_SMSC") as producer:
+        await producer.send(Message(topic, _hello_body(16)))
+        for _ in range(args.count):
+            begin = now_ms()
+            result = await producer.send(Message(topic, _hello_body(args.messageSize)))
+            rt = now_ms() - begin
+            rows.append({"rtMs": rt, "sendStatus": result.status.name, "msgId": result.msg_id,
+                         "queueId": result.message_queue.queue_id,
+                         "queueOffset": result.queue_offset})
+            lines.append(f"rt={rt}ms, SendResult={format_send_result(result)}\n")
+    return Output(rows, "".join(lines))
+
+
+@command("checkMsgSendRT", "check message send response time",
+         opt("-t", "--topic", required=True, help="topic name"),
+         opt("-a", "--amount", type=int, default=100, help="message amount | default 100"),
+         opt("-s", "--size", type=int, default=128, help="message size | default 128 Byte"))
+async def check_msg_send_rt(admin: MQAdmin, args: argparse.Namespace) -> Output:
+    """``CheckMsgSendRTCommand``: ``-a`` sends, message ``i`` to queue ``i % n`` of the
+    writable queues; a line each (``false`` and the time taken when a send failed), then
+    the average round trip without the first send."""
+    topic = args.topic.strip()
+    fmt = "%-32s  %-4s  %-20s    %s\n"
+    lines = [fmt % ("#Broker Name", "#QID", "#Send Result", "#RT")]
+    rows = []
+    elapsed = 0
+    broker_name, queue_id = "", 0
+    msg = Message(topic, b"a" * args.size)
+
+    def select(mqs: list[MessageQueue], _msg: Message, arg: int) -> MessageQueue:
+        nonlocal broker_name, queue_id
+        mq = mqs[arg % len(mqs)]
+        broker_name, queue_id = mq.broker_name, mq.queue_id
+        return mq
+
+    async with started_producer(admin, str(now_ms())) as producer:
+        for i in range(args.amount):
+            start = now_ms()
+            try:
+                await producer.send(msg, selector=select, arg=i)
+                ok = True
+            except EXPECTED:
+                ok = False
+            rt = now_ms() - start
+            if i != 0:
+                elapsed += rt
+            rows.append({"brokerName": broker_name, "queueId": queue_id, "ok": ok, "rtMs": rt})
+            lines.append(fmt % (broker_name, queue_id, java_bool(ok), rt))
+    avg = elapsed / (args.amount - 1) if args.amount > 1 else float("nan")
+    lines.append("Avg RT: %s\n" % ("NaN" if avg != avg else "%.2f" % avg))
+    return Output({"sends": rows, "avgRtMs": avg}, "".join(lines))

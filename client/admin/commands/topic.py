@@ -1,5 +1,5 @@
 """Topic commands (upstream ``tools/command/topic``): updateTopic, deleteTopic, topicList,
-topicRoute, topicStatus, updateTopicPerm."""
+topicRoute, topicStatus, updateTopicPerm, topicClusterList, allocateMQ."""
 
 # UP031: %-formatting on purpose, so each table reads like the upstream printf it mirrors.
 # ruff: noqa: UP031
@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Sequence
 from typing import Any
 
-from aiorocketmq.protocol.bodies import TopicConfig, TopicStatsTable
+from aiorocketmq.client.allocate import AllocateMessageQueueAveragely
+from aiorocketmq.protocol.bodies import MessageQueue, TopicConfig, TopicRouteData, TopicStatsTable
 from aiorocketmq.protocol.codes import MixAll, Perm
 from aiorocketmq.protocol.errors import MQBrokerError, MQClientError
+from aiorocketmq.protocol.javautil import java_hashmap_order
 
 from ..api import MQAdmin
 from .base import (
@@ -24,7 +27,13 @@ from .base import (
     opt,
     parse_bool,
 )
-from .formatting import format_human_ms, format_topic_config, front
+from .formatting import (
+    format_human_ms,
+    format_topic_config,
+    front,
+    java_hash_order,
+    queue_hash,
+)
 
 
 def format_topic_status(table: TopicStatsTable) -> tuple[list[dict[str, Any]], str]:
@@ -153,3 +162,44 @@ async def update_topic_perm(admin: MQAdmin, args: argparse.Namespace) -> Output:
         done.append({"broker": addr, "oldPerm": int(old), "newPerm": args.perm})
         lines.append(f"update topic perm from {old} to {args.perm} in {addr} success.\n")
     return Output({"topic": args.topic, "brokers": done}, "".join(lines))
+
+
+@command("topicClusterList", "get cluster info for topic",
+         opt("-t", "--topic", required=True, help="topic name"))
+async def topic_cluster_list(admin: MQAdmin, args: argparse.Namespace) -> Output:
+    """``TopicClusterSubCommand``: the clusters holding the route's first broker, one a
+    line, in the order of stock's ``HashSet``."""
+    info = await admin.cluster_info()
+    route = await admin.topic_route(args.topic.strip())
+    first = route.broker_datas[0].broker_name if route.broker_datas else None
+    clusters = java_hashmap_order(c for c in java_hashmap_order(info.cluster_addr_table)
+                                  if first in info.cluster_addr_table[c])
+    return Output({"topic": args.topic.strip(), "clusters": clusters},
+                  "".join(f"{c}\n" for c in clusters))
+
+
+def allocate_mq_json(topic: str, route: TopicRouteData, ips: Sequence[str]) -> tuple[dict[str, Any], str]:
+    """``AllocateMQSubCommand``: each ip's queues under ``AllocateMessageQueueAveragely`` of
+    the route's readable queues (in stock's ``HashSet`` order), as fastjson prints the
+    ``RebalanceResult``: ``{"result":{ip:[{"brokerName":..,"queueId":..,"topic":..}]}}``."""
+    readable = [MessageQueue(topic, qd.broker_name, i) for qd in route.queue_datas
+                if Perm.readable(qd.perm) for i in range(qd.read_queue_nums)]
+    mqs = java_hash_order(readable, lambda q: queue_hash(q.topic, q.broker_name, q.queue_id))
+    averagely = AllocateMessageQueueAveragely()
+    result: dict[str, list[dict[str, Any]]] = {}
+    for ip in ips:
+        result[ip] = [{"brokerName": q.broker_name, "queueId": q.queue_id, "topic": q.topic}
+                      for q in averagely.allocate("aa", ip, mqs, ips)]
+    ordered = {ip: result[ip] for ip in java_hashmap_order(result)}
+    return {"result": ordered}, json.dumps({"result": ordered}, separators=(",", ":"),
+                                           ensure_ascii=False) + "\n"
+
+
+@command("allocateMQ", "Allocate MQ",
+         opt("-t", "--topic", required=True, help="topic name"),
+         opt("-i", "--ipList", required=True, help="ipList"))
+async def allocate_mq(admin: MQAdmin, args: argparse.Namespace) -> Output:
+    topic = args.topic.strip()
+    ips = args.ipList.strip().split(",")
+    data, text = allocate_mq_json(topic, await admin.topic_route(topic), ips)
+    return Output(data, text)
