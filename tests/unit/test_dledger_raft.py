@@ -479,3 +479,33 @@ def test_leadership_transfer_refusals() -> None:
     other = next(i for i in c.ids if i != me)
     assert ask(leader, other, leader.term + 5) == 407  # INCONSISTENT_TERM
     assert ask(follower, me, follower.term) == 404  # NOT_LEADER
+
+
+def test_follower_stands_when_the_leader_is_unreachable() -> None:
+    """A follower whose connection from the leader closed stands at once when the leader's
+    address refuses connections, unless the leader was heard from since; and after two
+    heartbeat intervals without news otherwise (three when no connection closed)."""
+    c = Cluster(3, 13, Faults(drop=0, duplicate=0, crash=0, append=0))
+    leader = _settle(c)
+    me = leader.state.self_id
+    f1, f2 = (n for i, n in c.nodes.items() if i != me)
+    interval = c.timing.heartbeat_interval_ms
+    # Heard from since the loss: nothing happens.
+    f1.leader_connection_lost(me, c.now)
+    f1.handle_heartbeat(HeartBeatRequest(group=GROUP, remote_id=f1.state.self_id, local_id=me,
+                                         leader_id=me, term=leader.term), c.now + 1)
+    f1.leader_unreachable(me, c.now + 2)
+    assert f1.state.is_follower
+    # Refused, nothing heard since: stands now.
+    f1.leader_connection_lost(me, c.now + 3)
+    f1.leader_unreachable(me, c.now + 4)
+    assert f1.state.is_candidate
+    # No probe answer: two intervals after the loss, not three.
+    last = c.now + 5
+    f2.handle_heartbeat(HeartBeatRequest(group=GROUP, remote_id=f2.state.self_id, local_id=me,
+                                         leader_id=me, term=leader.term), last)
+    f2.leader_connection_lost(me, last)
+    f2.tick(last + 2 * interval - 1)
+    assert f2.state.is_follower
+    f2.tick(last + 2 * interval + 1)
+    assert f2.state.is_candidate

@@ -113,6 +113,12 @@ NoopFactory = Callable[[], tuple[int, MakeBody]]
 TransferListener = Callable[[LeadershipTransferRequest, LeadershipTransferResponse], None]
 
 
+# A follower whose connection from its leader closed stands after this many heartbeat
+# intervals without news (2 s with ours; a stock leader beats every 2 s but also pushes a
+# commit every second, and reconnects at once when it lives).
+LOST_LEADER_WAIT = 2
+
+
 class RaftError(Exception):
     """An append refused; ``code`` is upstream's response code for it."""
 
@@ -250,6 +256,7 @@ class RaftNode:
         self._need_increase = False
         self._vote_round: _VoteRound | None = None
         self._last_leader_heartbeat = now
+        self._leader_lost_at: float | None = None
         # leader
         self._hb_round: _HeartbeatRound | None = None
         self._last_send_heartbeat = float("-inf")
@@ -326,6 +333,7 @@ class RaftNode:
             return
         was = st.role
         st.change_to_candidate(term)
+        self._leader_lost_at = None
         self._vote_round = None
         self._hb_round = None
         self.transferee = None
@@ -340,6 +348,7 @@ class RaftNode:
     def _to_follower(self, leader_id: str, now: float) -> None:
         st = self.state
         st.change_to_follower(leader_id)
+        self._leader_lost_at = None
         self._parse = _Parse.WAIT_TO_REVOTE
         self._last_leader_heartbeat = now
         self._vote_round = None
@@ -391,12 +400,41 @@ class RaftNode:
             self._maintain_leader(now)
         elif st.is_follower:
             t = self.timing
-            if now - self._last_leader_heartbeat > t.max_heartbeat_leak * t.heartbeat_interval_ms:
+            silent = now - self._last_leader_heartbeat
+            lost = self._leader_lost_at
+            if silent > t.max_heartbeat_leak * t.heartbeat_interval_ms or (
+                    lost is not None and now - lost > LOST_LEADER_WAIT * t.heartbeat_interval_ms):
                 log.info("dledger.heartbeat_timeout", self_id=st.self_id, term=st.term,
-                         leader=st.leader_id, silent_ms=int(now - self._last_leader_heartbeat))
+                         leader=st.leader_id, silent_ms=int(silent),
+                         connection_lost=lost is not None)
                 self._to_candidate(st.term, "heartbeat timeout")
                 self._maintain_candidate(now)
         else:
+            self._maintain_candidate(now)
+
+    def leader_connection_lost(self, leader_id: str, now: float) -> None:
+        """The connection that carried ``leader_id``'s heartbeats and pushes closed (its
+        process died, most likely). A follower of it then stands after
+        ``LOST_LEADER_WAIT`` heartbeat intervals without news instead of
+        ``max_heartbeat_leak``: a live leader reconnects and beats well within that."""
+        self._now = now
+        st = self.state
+        if st.is_follower and st.leader_id == leader_id and self._leader_lost_at is None:
+            self._leader_lost_at = now
+            log.info("dledger.leader_connection_lost", self_id=st.self_id, term=st.term,
+                     leader=leader_id)
+
+    def leader_unreachable(self, leader_id: str, now: float) -> None:
+        """After ``leader_connection_lost``, the leader's address refused a connection: its
+        process is gone. A follower that has heard nothing from it since stands now."""
+        self._now = now
+        st = self.state
+        lost = self._leader_lost_at
+        if (st.is_follower and st.leader_id == leader_id and lost is not None
+                and self._last_leader_heartbeat <= lost):
+            log.info("dledger.leader_unreachable", self_id=st.self_id, term=st.term, leader=leader_id,
+                     silent_ms=int(now - self._last_leader_heartbeat))
+            self._to_candidate(st.term, "the leader's address refuses connections")
             self._maintain_candidate(now)
 
     def _vote_wait(self) -> float:
@@ -578,6 +616,7 @@ class RaftNode:
             assert req.leader_id is not None
             if st.leader_id == req.leader_id:
                 self._last_leader_heartbeat = now
+                self._leader_lost_at = None
                 return HeartBeatResponse()
             if st.leader_id is None:
                 self._to_follower(req.leader_id, now)
@@ -901,6 +940,7 @@ class RaftNode:
         if self._verified_for != (st.term, st.leader_id):
             self._reset_verified()
         self._last_leader_heartbeat = now  # a push from the leader is a sign of life too
+        self._leader_lost_at = None
         code: int
         try:
             if req.type is PushType.COMMIT:

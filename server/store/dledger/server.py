@@ -23,6 +23,11 @@ Contract:
 * LEADERSHIP_TRANSFER is handled by a coroutine: it answers when the node has the answer
   (the transferee's decision), at most ``rpc_timeout_ms`` + the transferee's catch-up wait
   later (TIMEOUT then). ``transfer_leadership(transferee)`` starts one from this leader.
+* A closed connection that carried the leader's heartbeats or pushes is reported to the
+  node (``leader_connection_lost``: its follower then stands after 2 s without news
+  instead of 3 s), and the leader's address is tried once: anything but an answer or a
+  timeout (refused, reset) means the process is gone and the follower stands at once
+  (``leader_unreachable``).
 * ``stop()`` stops listening, the timer and the client; pending appends fail (TERM_CHANGED).
 
 Upstream: ``DLedgerRpcNettyService``, ``DLedgerServer`` (dledger 0.3.1.2).
@@ -39,7 +44,7 @@ from aiorocketmq.client.remoting import RemotingClient
 from aiorocketmq.logs import get_logger
 from aiorocketmq.protocol.channel import Channel
 from aiorocketmq.protocol.command import RemotingCommand
-from aiorocketmq.protocol.errors import RocketMQError
+from aiorocketmq.protocol.errors import RemotingTimeoutError, RocketMQError
 from aiorocketmq.server.remoting import RemotingServer
 from aiorocketmq.server.routine import cancel_and_wait
 
@@ -101,6 +106,7 @@ class DLedgerServer:
         self._kick_scheduled = False
         self._stopped = False
         self._transfer_waiters: dict[int, asyncio.Future[LeadershipTransferResponse]] = {}
+        self._leader_channels: dict[Channel, str] = {}  # connection -> the leader it carried
         node.commit_listener = self._committed
         node.role_listener = self._role_changed
         node.transfer_listener = self._transfer_answered
@@ -112,7 +118,8 @@ class DLedgerServer:
     # ------------------------------------------------------------------ lifecycle
 
     async def start(self) -> None:
-        server = RemotingServer(host=self.host, port=self.port, default_handler=self._unsupported)
+        server = RemotingServer(host=self.host, port=self.port, default_handler=self._unsupported,
+                                on_channel_close=self._channel_closed)
         for code in DLedgerRequestCode:
             server.register(int(code), self._handle)
         server.register(int(DLedgerRequestCode.LEADERSHIP_TRANSFER), self._handle_transfer)
@@ -268,6 +275,44 @@ class DLedgerServer:
 
     # ------------------------------------------------------------------ serving
 
+    def _channel_closed(self, channel: Channel, exc: BaseException | None) -> None:
+        leader = self._leader_channels.pop(channel, None)
+        if leader is None or self._stopped or leader in self._leader_channels.values():
+            return
+        node = self.node
+        node.leader_connection_lost(leader, _now_ms())
+        if node.state.is_follower and node.state.leader_id == leader:
+            task = asyncio.get_running_loop().create_task(self._probe_leader(leader),
+                                                          name=f"dledger-probe-{leader}")
+            self._tasks.append(task)
+            task.add_done_callback(self._probe_done)
+
+    def _probe_done(self, task: asyncio.Task[None]) -> None:
+        if task in self._tasks:
+            self._tasks.remove(task)
+
+    async def _probe_leader(self, leader: str) -> None:
+        """Connect to the leader's address once: refused means its process is gone, so its
+        followers need not wait for the heartbeat timeout (a timeout proves nothing: the
+        2-interval wait applies then)."""
+        client = self._client
+        addr = self.node.state.peers.get(leader)
+        if client is None or addr is None:
+            return
+        req = MetadataRequest(group=self.node.state.group, remote_id=leader,
+                              local_id=self.node.state.self_id)
+        cmd = RemotingCommand.create_request(int(DLedgerRequestCode.METADATA), None, encode_body(req))
+        try:
+            await client.invoke(addr, cmd, self.node.timing.heartbeat_interval_ms / 1000.0)
+        except RemotingTimeoutError:
+            return  # slow, not gone
+        except (RocketMQError, OSError) as exc:
+            # Refused, or reset while the dying process's sockets close: gone.
+            if not self._stopped:
+                log.debug("dledger.leader_probe_failed", leader=leader, error=str(exc))
+                self.node.leader_unreachable(leader, _now_ms())
+                self._flush()
+
     def _unsupported(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         return request.create_response(int(C.UNSUPPORTED), f"request code {request.code} not supported")
 
@@ -283,6 +328,8 @@ class DLedgerServer:
                         error=str(exc))
             bad = resp_type(code=int(C.UNEXPECTED_ARGUMENT))
             return request.create_response(int(C.SUCCESS), None, None, encode_body(bad))
+        if isinstance(req, HeartBeatRequest | PushEntryRequest) and req.leader_id is not None:
+            self._leader_channels[channel] = req.leader_id
         resp = self._answer(req)
         self._flush()
         if resp is None:  # a transfer (registered apart): not expected here
