@@ -389,6 +389,10 @@ class DashboardService:
         self.max_scan_messages = max_scan_messages
         self.cache = TtlCache(cache_ttl)
         self._limit = asyncio.Semaphore(_MAX_CONCURRENT_CALLS)
+        # Calls made from inside an ``_each`` item (a group row asking its clients) take
+        # their own slots: sharing ``_limit`` would let 8 rows hold every slot and wait
+        # forever for one more.
+        self._inner_limit = asyncio.Semaphore(_MAX_CONCURRENT_CALLS)
 
     def changed(self) -> None:
         """The dashboard changed the cluster: the next page reads it afresh."""
@@ -815,9 +819,10 @@ class DashboardService:
         clients = sorted({c.client_id for c in conn.connection_set if c.client_id})
 
         async def one(client_id: str) -> ConsumerRunningInfo:
-            return await self.admin.consumer_running_info(group, client_id)
+            async with self._inner_limit:
+                return await self.admin.consumer_running_info(group, client_id)
 
-        infos = await self._each(one, clients)
+        infos = await asyncio.gather(*(one(c) for c in clients), return_exceptions=True)
         out: list[dict[str, Any]] = []
         for client_id, info in zip(clients, infos, strict=True):
             if isinstance(info, ConsumerRunningInfo):

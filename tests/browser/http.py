@@ -23,7 +23,8 @@ class Http:
             urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar()))
         self.csrf = self.call("GET", "/api/session")["csrf_token"]
 
-    def raw(self, method: str, path: str, body: Any = None) -> tuple[int, dict[str, str], bytes]:
+    def raw(self, method: str, path: str, body: Any = None, *, timeout: float = 120
+            ) -> tuple[int, dict[str, str], bytes]:
         """Status, headers and body bytes of one request."""
         data = None if body is None else json.dumps(body).encode()
         request = urllib.request.Request(self.base + path, data=data, method=method)
@@ -32,14 +33,15 @@ class Http:
         if method != "GET":
             request.add_header("X-CSRF-Token", self.csrf)
         try:
-            with self.opener.open(request, timeout=120) as resp:
+            with self.opener.open(request, timeout=timeout) as resp:
                 return resp.status, dict(resp.headers), resp.read()
         except urllib.error.HTTPError as exc:
             return exc.code, dict(exc.headers), exc.read()
 
-    def call(self, method: str, path: str, body: Any = None, *, status: int = 200) -> Any:
+    def call(self, method: str, path: str, body: Any = None, *, status: int = 200,
+             timeout: float = 120) -> Any:
         """The JSON answer; the status must be ``status``."""
-        got, _headers, payload = self.raw(method, path, body)
+        got, _headers, payload = self.raw(method, path, body, timeout=timeout)
         data = json.loads(payload)
         assert got == status, (got, data)
         if status >= 400:

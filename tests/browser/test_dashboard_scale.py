@@ -50,6 +50,15 @@ TOPIC_A = "ScaleTopicA"
 TOPIC_B = "ScaleTopicB"
 
 
+# More groups with two clients each than the dashboard makes calls at once (8): every row of
+# their page asks its clients for their subscriptions while holding a slot.
+BUSY_GROUPS = 9
+
+
+def busy_group(i: int) -> str:
+    return f"ScaleBusyGroup{i}"
+
+
 def scale_topic(i: int) -> str:
     return f"ScaleTopic{i:04d}"
 
@@ -70,7 +79,7 @@ def seed_store(store: Path) -> None:
         topic_config_table=topics, data_version=DataVersion()).encode())
     groups = {scale_group(i): SubscriptionGroupConfig(group_name=scale_group(i))
               for i in range(SCALE)}
-    for g in (MIXED_GROUP, SAME_GROUP):
+    for g in (MIXED_GROUP, SAME_GROUP, *map(busy_group, range(BUSY_GROUPS))):
         groups[g] = SubscriptionGroupConfig(group_name=g)
     (config / "subscriptionGroup.json").write_bytes(SubscriptionGroupWrapper(
         subscription_group_table=groups, data_version=DataVersion()).encode())
@@ -89,6 +98,7 @@ class Consumers(LoopThread):
                  (MIXED_GROUP, [(TOPIC_A, "TagB"), (TOPIC_B, "*")]),
                  (SAME_GROUP, [(TOPIC_A, "*")]),
                  (SAME_GROUP, [(TOPIC_A, "*")])]
+        plans += [(busy_group(i), [(TOPIC_B, "*")]) for i in range(BUSY_GROUPS) for _ in (0, 1)]
         for group, subs in plans:
             consumer = PushConsumer(group, self.namesrv_addr)
             for topic, expression in subs:
@@ -99,7 +109,7 @@ class Consumers(LoopThread):
         # Every client must be in the broker's connection list before the dashboard looks.
         async with MQAdmin(self.namesrv_addr) as admin:
             deadline = time.monotonic() + 60
-            for group in (MIXED_GROUP, SAME_GROUP):
+            for group in (MIXED_GROUP, SAME_GROUP, *map(busy_group, range(BUSY_GROUPS))):
                 while True:
                     try:
                         if len((await admin.consumer_connection(group)).connection_set) == 2:
@@ -266,3 +276,11 @@ def test_inconsistent_subscriptions_in_the_browser(page: Any, dashboard: str, co
     go(page, dashboard, f"/groups/{SAME_GROUP}")
     expect(page.locator("#client-subscriptions tbody tr")).to_have_count(2)
     expect(page.locator("#subscription-warning")).to_have_count(0)
+
+
+def test_a_page_of_groups_with_several_clients_each(http_api: Http) -> None:
+    """Nine rows each asking two clients at once must not wait on each other's slots."""
+    page = http_api.call("GET", "/api/groups?q=ScaleBusy", timeout=60)
+    assert page["total"] == BUSY_GROUPS
+    assert [(g["members"], g["subscription_consistent"]) for g in page["groups"]] == [
+        (2, True)] * BUSY_GROUPS
