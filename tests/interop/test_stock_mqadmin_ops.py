@@ -260,7 +260,8 @@ def test_stock_tool_query_cq(sides: dict[str, Side], args: tuple[str, ...]) -> N
     assert "Queue data: \nmax: 5, min: 0\n" in ours, ours
 
 
-@pytest.mark.parametrize("args", [("-q", "7", "-i", "0"), ("-q", "0", "-i", "100")])
+@pytest.mark.parametrize("args", [("-q", "7", "-i", "0"), ("-q", "0", "-i", "100"),
+                                  ("-q", "0", "-i", "5"), ("-q", "0", "-i", "-1")])
 def test_stock_tool_query_cq_refused(sides: dict[str, Side], args: tuple[str, ...]) -> None:
     """A queue the store never made: SYSTEM_ERROR; an index past the queue: SUCCESS with a
     remark and no body, which the stock tool fails to decode (a stack trace, no output)."""
@@ -348,8 +349,9 @@ def test_ours_query_cq(side: Side, args: tuple[str, ...]) -> None:
 
 def test_ours_query_cq_refused(side: Side) -> None:
     assert "7@OpsT is not exist!" in _our_failure(side, "queryCq", "-t", TOPIC, "-q", "7", "-i", "0")
-    assert "Index 100 of 0@OpsT is not exist!" in _our_failure(
-        side, "queryCq", "-t", TOPIC, "-q", "0", "-i", "100")
+    for index in ("100", "5", "-1"):
+        assert f"Index {index} of 0@OpsT is not exist!" in _our_failure(
+            side, "queryCq", "-t", TOPIC, "-q", "0", "-i", index)
 
 
 # what moves between two runs: disk usage, this minute's rates; and the tool's own version

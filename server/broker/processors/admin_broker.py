@@ -34,7 +34,7 @@
   that index's file), with the queue's bounds and, for a ``consumerGroup``, its subscription
   and filter (``<g>@<t> is not online!`` for a group without one). SYSTEM_ERROR
   ``<q>@<t> is not exist!`` for a queue the store never made; an index outside the queue's
-  files answers SUCCESS with remark ``Index <i> of <q>@<t> is not exist!`` and no body, as
+  files (or at its end) answers SUCCESS with remark ``Index <i> of <q>@<t> is not exist!`` and no body, as
   upstream (whose tool then fails decoding nothing). Other SUCCESS answers keep the remark
   ``not set any response code`` of upstream's ``createResponseCommand(null)``.
 
@@ -407,7 +407,9 @@ class AdminBrokerStatsProcessor:
                 body.filter_data = ("null" if data is None
                                     else dumps_pretty(data.to_json()))
         view = cq.get_index_buffer(h.index)
-        if view is None:
+        if view is None or not len(view):  # MappedFile.selectMappedBuffer: null at the end too
+            if view is not None:
+                view.release()
             return request.create_response(
                 ResponseCode.SUCCESS, f"Index {h.index} of {h.queue_id}@{topic} is not exist!")
         units: list[ConsumeQueueData] = []
