@@ -162,8 +162,12 @@ class AdminBrokerStatsProcessor:
         b = self._b
         text = b.config.to_properties() + store_config_to_properties(b.store_config)
         # NettyClientConfig's default, Runtime.availableProcessors(): mqadmin exportMetrics
-        # reports it as the broker's cpuNum.
-        extra = {"clientCallbackExecutorThreads": str(os.cpu_count() or 1), **self.extra_config}
+        # reports it as the broker's cpuNum. NettyClientConfig.useTLS (-Dtls.enable: TLS to
+        # the nameservers) and BrokerConfig.filterServerNums (we start no filter servers):
+        # stock's mqadmin exportConfigs fails on a broker without them.
+        extra = {"clientCallbackExecutorThreads": str(os.cpu_count() or 1),
+                 "useTLS": "true" if b.tls.enable else "false", "filterServerNums": "0",
+                 **self.extra_config}
         return text + properties_to_string(extra)
 
     def get_broker_config(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
