@@ -227,7 +227,9 @@ class QueryMessageResult:
 
 
 def _disk_used_ratio(path: str) -> float:
-    """``UtilAll.getDiskPartitionSpaceUsedPercent``: (total - free) / total, -1 on error."""
+    """``UtilAll.getDiskPartitionSpaceUsedPercent`` (4.9.7): used / (used + usable to this
+    user), rounded up to hundredths (``0.37``); -1 on error. Blocks not counted as usable
+    (root's reserve) are left out of both, as stock leaves them."""
     try:
         os.makedirs(path, exist_ok=True)
         st = os.statvfs(path)
@@ -235,7 +237,11 @@ def _disk_used_ratio(path: str) -> float:
         return -1.0
     if st.f_blocks == 0:
         return -1.0
-    return (st.f_blocks - st.f_bfree) / st.f_blocks
+    used = st.f_blocks - st.f_bfree
+    entire = used + st.f_bavail
+    if entire <= 0:
+        return -1.0
+    return -(-used * 100 // entire) / 100.0
 
 
 def _total_physical_memory() -> int:

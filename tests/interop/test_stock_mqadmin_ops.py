@@ -273,15 +273,21 @@ def test_stock_tool_query_cq_refused(sides: dict[str, Side], args: tuple[str, ..
 
 def test_stock_tool_export_metrics(sides: dict[str, Side]) -> None:
     got: dict[str, Any] = {}
+    ratios: dict[str, list[float]] = {}
     for name, s in sides.items():
         out = s.tmp / "export"
         assert s.stock_tool("exportMetrics", "-c", "DefaultCluster", "-f", str(out)) == \
             f"export {out}/metrics.json success"
         got[name] = json.loads((out / "metrics.json").read_text())
         quota = got[name]["evaluateReport"]["broker-a"]["runtimeQuota"]
+        ratios[name] = []
         for key in ("commitLogDiskRatio", "consumeQueueDiskRatio"):
-            assert 0 < float(quota["diskRatio"].pop(key)) <= 1
+            # the used share of the partition, rounded up to hundredths (both on one disk)
+            value = quota["diskRatio"].pop(key)
+            assert re.fullmatch(r"0\.\d\d?|1\.0", value), (name, key, value)
+            ratios[name].append(float(value))
     assert got["ours"] == got["stock"]
+    assert all(abs(a - b) <= 0.01 for a, b in zip(ratios["ours"], ratios["stock"], strict=True)), ratios
 
 
 # -- our mqadmin against each stack, as the stock tool against the same stack --------------
