@@ -1,8 +1,10 @@
 """``mqdashboard``: an operator's web dashboard over ``MQAdmin`` (issue #14).
 
-The pages an operator knows from Apache rocketmq-dashboard (cluster, topics, consumer
-groups and their lag, message search, connections, live TPS and lag charts), served by one
-asyncio process that talks to the cluster only through our admin client, so it works the
+The pages an operator knows from Apache rocketmq-dashboard (cluster and broker configs,
+topics, consumer groups with their lag and subscription group configs, a client's running
+info, message search and trace, dead letters, ACL accounts, connections, live TPS and lag
+charts) and past it (paged, cached lists; groups whose clients subscribe differently are
+flagged), served by one asyncio process that talks to the cluster only through our admin client, so it works the
 same against stock Java 4.9.x clusters.
 
 Modules, one concept each:
