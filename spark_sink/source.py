@@ -718,12 +718,20 @@ class RocketMQDataSource(DataSource):
         return RocketMQStreamReader(opts)
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
-        from .sink import RocketMQBatchWriter
+        from .sink import RocketMQBatchArrowWriter, RocketMQBatchWriter
 
-        return RocketMQBatchWriter(parse_sink_options(self.options), schema)
+        opts = parse_sink_options(self.options)
+        # bodyFormat raw takes Arrow batches (no Row per message); msgpack / json pack each
+        # row's values as Spark's Rows hold them.
+        if opts.body_format == "raw":
+            return RocketMQBatchArrowWriter(opts, schema)
+        return RocketMQBatchWriter(opts, schema)
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
-        from .sink import RocketMQStreamWriter
+        from .sink import RocketMQStreamArrowWriter, RocketMQStreamWriter
 
-        return RocketMQStreamWriter(parse_sink_options(self.options), schema)
+        opts = parse_sink_options(self.options)
+        if opts.body_format == "raw":
+            return RocketMQStreamArrowWriter(opts, schema)
+        return RocketMQStreamWriter(opts, schema)
 
