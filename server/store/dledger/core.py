@@ -117,6 +117,8 @@ TransferListener = Callable[[LeadershipTransferRequest, LeadershipTransferRespon
 # intervals without news (2 s with ours; a stock leader beats every 2 s but also pushes a
 # commit every second, and reconnects at once when it lives).
 LOST_LEADER_WAIT = 2
+# A follower that found its leader gone stands in the next term within this many ms.
+UNREACHABLE_STAGGER_MS = 150
 
 
 class RaftError(Exception):
@@ -435,6 +437,12 @@ class RaftNode:
             log.info("dledger.leader_unreachable", self_id=st.self_id, term=st.term, leader=leader_id,
                      silent_ms=int(now - self._last_leader_heartbeat))
             self._to_candidate(st.term, "the leader's address refuses connections")
+            # Straight to the next term after a short random wait: in the leader's term the
+            # other followers, still following it or standing themselves, would refuse, and a
+            # second round would wait 300-1000 ms more. The first to stand in the next term
+            # makes the others candidates of it, and they vote for it.
+            self._parse = _Parse.WAIT_TO_VOTE_NEXT
+            self._next_vote_at = now + self.rng.randrange(UNREACHABLE_STAGGER_MS)
             self._maintain_candidate(now)
 
     def _vote_wait(self) -> float:
