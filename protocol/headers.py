@@ -63,8 +63,6 @@ __all__ = [
     "camel_case",
     "decode_header",
     "decode_send_request_header",
-    "REQUEST_HEADERS",
-    "RESPONSE_HEADERS",
     # send
     "SendMessageRequestHeader",
     "SendMessageRequestHeaderV2",
@@ -322,6 +320,12 @@ class CommandHeader:
     def to_ext_fields(self) -> dict[str, str]:
         """Encode to a fresh ext-fields dict: declared fields, then ``extra``."""
         return self.to_ext_fields_generic()
+
+    @classmethod
+    def required_fields(cls) -> tuple[tuple[str, str], ...]:
+        """``(wire key, kind)`` of each required field (``@CFNotNull``), in declaration
+        order; kind is ``str``, ``int32``, ``int64``, ``bool`` or ``float``."""
+        return tuple((s.wire, s.kind) for s in cls._specs if s.required)
 
     @classmethod
     def from_ext_fields_generic(cls, ext: Mapping[str, str] | None) -> Self:
@@ -1410,106 +1414,6 @@ class QueryDataVersionRequestHeader(CommandHeader):
 class QueryDataVersionResponseHeader(CommandHeader):
     changed: bool
 
-
-# ----------------------------------------------------------------------------------------
-# Code -> header tables (upstream processors' decodeCommandCustomHeader calls)
-
-RC = RequestCode
-
-#: Request code -> header class of that request. Codes without a custom header
-#: (HEART_BEAT, LOCK_BATCH_MQ, GET_BROKER_CLUSTER_INFO, ...) are absent.
-REQUEST_HEADERS: Mapping[int, type[CommandHeader]] = {
-    RC.SEND_MESSAGE: SendMessageRequestHeader,
-    RC.SEND_MESSAGE_V2: SendMessageRequestHeaderV2,
-    RC.SEND_BATCH_MESSAGE: SendMessageRequestHeaderV2,
-    RC.SEND_REPLY_MESSAGE: SendMessageRequestHeader,
-    RC.SEND_REPLY_MESSAGE_V2: SendMessageRequestHeaderV2,
-    RC.PUSH_REPLY_MESSAGE_TO_CLIENT: ReplyMessageRequestHeader,
-    RC.PULL_MESSAGE: PullMessageRequestHeader,
-    RC.LITE_PULL_MESSAGE: PullMessageRequestHeader,
-    RC.QUERY_MESSAGE: QueryMessageRequestHeader,
-    RC.QUERY_CONSUMER_OFFSET: QueryConsumerOffsetRequestHeader,
-    RC.UPDATE_CONSUMER_OFFSET: UpdateConsumerOffsetRequestHeader,
-    RC.UPDATE_AND_CREATE_TOPIC: CreateTopicRequestHeader,
-    RC.SEARCH_OFFSET_BY_TIMESTAMP: SearchOffsetRequestHeader,
-    RC.GET_MAX_OFFSET: GetMaxOffsetRequestHeader,
-    RC.GET_MIN_OFFSET: GetMinOffsetRequestHeader,
-    RC.GET_EARLIEST_MSG_STORETIME: GetEarliestMsgStoretimeRequestHeader,
-    RC.VIEW_MESSAGE_BY_ID: ViewMessageRequestHeader,
-    RC.UNREGISTER_CLIENT: UnregisterClientRequestHeader,
-    RC.CONSUMER_SEND_MSG_BACK: ConsumerSendMsgBackRequestHeader,
-    RC.END_TRANSACTION: EndTransactionRequestHeader,
-    RC.GET_CONSUMER_LIST_BY_GROUP: GetConsumerListByGroupRequestHeader,
-    RC.CHECK_TRANSACTION_STATE: CheckTransactionStateRequestHeader,
-    RC.NOTIFY_CONSUMER_IDS_CHANGED: NotifyConsumerIdsChangedRequestHeader,
-    RC.UPDATE_AND_CREATE_ACL_CONFIG: CreateAccessConfigRequestHeader,
-    RC.DELETE_ACL_CONFIG: DeleteAccessConfigRequestHeader,
-    RC.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG: UpdateGlobalWhiteAddrsConfigRequestHeader,
-    RC.PUT_KV_CONFIG: PutKVConfigRequestHeader,
-    RC.GET_KV_CONFIG: GetKVConfigRequestHeader,
-    RC.DELETE_KV_CONFIG: DeleteKVConfigRequestHeader,
-    RC.REGISTER_BROKER: RegisterBrokerRequestHeader,
-    RC.UNREGISTER_BROKER: UnRegisterBrokerRequestHeader,
-    RC.GET_ROUTEINFO_BY_TOPIC: GetRouteInfoRequestHeader,
-    RC.GET_TOPIC_STATS_INFO: GetTopicStatsInfoRequestHeader,
-    RC.GET_CONSUMER_CONNECTION_LIST: GetConsumerConnectionListRequestHeader,
-    RC.GET_PRODUCER_CONNECTION_LIST: GetProducerConnectionListRequestHeader,
-    RC.WIPE_WRITE_PERM_OF_BROKER: WipeWritePermOfBrokerRequestHeader,
-    RC.DELETE_SUBSCRIPTIONGROUP: DeleteSubscriptionGroupRequestHeader,
-    RC.GET_CONSUME_STATS: GetConsumeStatsRequestHeader,
-    RC.DELETE_TOPIC_IN_BROKER: DeleteTopicRequestHeader,
-    RC.DELETE_TOPIC_IN_NAMESRV: DeleteTopicFromNamesrvRequestHeader,
-    RC.GET_KVLIST_BY_NAMESPACE: GetKVListByNamespaceRequestHeader,
-    RC.RESET_CONSUMER_CLIENT_OFFSET: ResetOffsetRequestHeader,
-    RC.GET_CONSUMER_STATUS_FROM_CLIENT: GetConsumerStatusRequestHeader,
-    RC.INVOKE_BROKER_TO_RESET_OFFSET: ResetOffsetRequestHeader,
-    RC.INVOKE_BROKER_TO_GET_CONSUMER_STATUS: GetConsumerStatusRequestHeader,
-    RC.GET_TOPICS_BY_CLUSTER: GetTopicsByClusterRequestHeader,
-    RC.QUERY_TOPIC_CONSUME_BY_WHO: QueryTopicConsumeByWhoRequestHeader,
-    RC.QUERY_CONSUME_TIME_SPAN: QueryConsumeTimeSpanRequestHeader,
-    RC.GET_CONSUMER_RUNNING_INFO: GetConsumerRunningInfoRequestHeader,
-    RC.QUERY_CORRECTION_OFFSET: QueryCorrectionOffsetHeader,
-    RC.CONSUME_MESSAGE_DIRECTLY: ConsumeMessageDirectlyResultRequestHeader,
-    RC.CLONE_GROUP_OFFSET: CloneGroupOffsetRequestHeader,
-    RC.VIEW_BROKER_STATS_DATA: ViewBrokerStatsDataRequestHeader,
-    RC.GET_BROKER_CONSUME_STATS: GetConsumeStatsInBrokerHeader,
-    RC.QUERY_CONSUME_QUEUE: QueryConsumeQueueRequestHeader,
-    RC.QUERY_DATA_VERSION: QueryDataVersionRequestHeader,
-    RC.RESUME_CHECK_HALF_MESSAGE: ResumeCheckHalfMessageRequestHeader,
-    RC.ADD_WRITE_PERM_OF_BROKER: AddWritePermOfBrokerRequestHeader,
-    RC.GET_ALL_PRODUCER_INFO: GetAllProducerInfoRequestHeader,
-}
-
-#: Request code -> header class of its (successful) response. For PULL_MESSAGE the
-#: header also accompanies codes 19, 20 and 21.
-RESPONSE_HEADERS: Mapping[int, type[CommandHeader]] = {
-    RC.SEND_MESSAGE: SendMessageResponseHeader,
-    RC.SEND_MESSAGE_V2: SendMessageResponseHeader,
-    RC.SEND_BATCH_MESSAGE: SendMessageResponseHeader,
-    RC.SEND_REPLY_MESSAGE: SendMessageResponseHeader,
-    RC.SEND_REPLY_MESSAGE_V2: SendMessageResponseHeader,
-    RC.PULL_MESSAGE: PullMessageResponseHeader,
-    RC.LITE_PULL_MESSAGE: PullMessageResponseHeader,
-    RC.QUERY_MESSAGE: QueryMessageResponseHeader,
-    RC.QUERY_CONSUMER_OFFSET: QueryConsumerOffsetResponseHeader,
-    RC.UPDATE_CONSUMER_OFFSET: UpdateConsumerOffsetResponseHeader,
-    RC.GET_ALL_TOPIC_CONFIG: GetAllTopicConfigResponseHeader,
-    RC.GET_BROKER_CONFIG: GetBrokerConfigResponseHeader,
-    RC.SEARCH_OFFSET_BY_TIMESTAMP: SearchOffsetResponseHeader,
-    RC.GET_MAX_OFFSET: GetMaxOffsetResponseHeader,
-    RC.GET_MIN_OFFSET: GetMinOffsetResponseHeader,
-    RC.GET_EARLIEST_MSG_STORETIME: GetEarliestMsgStoretimeResponseHeader,
-    RC.UNREGISTER_CLIENT: UnregisterClientResponseHeader,
-    RC.GET_CONSUMER_LIST_BY_GROUP: GetConsumerListByGroupResponseHeader,
-    RC.GET_BROKER_CLUSTER_ACL_INFO: GetBrokerAclConfigResponseHeader,
-    RC.GET_KV_CONFIG: GetKVConfigResponseHeader,
-    RC.REGISTER_BROKER: RegisterBrokerResponseHeader,
-    RC.WIPE_WRITE_PERM_OF_BROKER: WipeWritePermOfBrokerResponseHeader,
-    RC.ADD_WRITE_PERM_OF_BROKER: AddWritePermOfBrokerResponseHeader,
-    RC.QUERY_DATA_VERSION: QueryDataVersionResponseHeader,
-}
-
-del RC
 
 # The fields _send_v2_fast sets; checked against the class at import, so a field added to
 # SendMessageRequestHeader cannot be left unset by the fast path.

@@ -1,11 +1,12 @@
 """Request values checked at the servers' edge, before any processor stores or acts on them.
 
-Contract: ``RequestValidator(rules, json_body_codes).check(request)`` returns ``None`` for a
-request whose values are acceptable, else a remark naming the field and the reason; the
-servers answer such a request with SYSTEM_ERROR and that remark and change nothing.
-``guard(handler, validator, on_refused)`` wraps a processor-table handler (plain or
-coroutine alike) so the check runs first. Sans-IO: no logging here; ``on_refused`` is the
-server's hook for that.
+Contract: ``RequestCheck(rules, json_body).check(request)`` returns ``None`` for a request
+whose values are acceptable, else a remark naming the field and the reason; the servers
+answer such a request with SYSTEM_ERROR and that remark and change nothing.
+``guard(handler, check, on_refused)`` wraps a processor-table handler (plain or coroutine
+alike) so the check runs first. Each code's ``rules`` and ``json_body`` are in its spec
+(``protocol/request_specs.py``, ``RequestSpec.edge``). Sans-IO: no logging here;
+``on_refused`` is the server's hook for that.
 
 What is checked, for every request code:
 
@@ -13,7 +14,7 @@ What is checked, for every request code:
   lone UTF-16 surrogate (``"G\\ud800"``); Java keeps it in a String and writes ``?`` when
   it encodes, Python cannot encode it at all, so one such name stored in a table would
   make every later write of that table fail;
-* for ``json_body_codes``, the JSON body holds no lone surrogate either;
+* for codes whose spec says ``json_body``, the JSON body holds no lone surrogate either;
 
 and per request code, the fields its ``rules`` name (``FieldCheck`` functions, below):
 
@@ -44,7 +45,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from .bodies import TopicConfig
-from .codes import MixAll, Perm, RequestCode, ResponseCode
+from .codes import MixAll, Perm, ResponseCode
 from .command import RemotingCommand
 from .errors import ProtocolError
 
@@ -54,7 +55,7 @@ __all__ = [
     "MAX_QUEUE_NUMS",
     "PERM_MASK",
     "FieldCheck",
-    "RequestValidator",
+    "RequestCheck",
     "guard",
     "is_blank",
     "is_topic_or_group_illegal",
@@ -69,8 +70,6 @@ __all__ = [
     "check_queue_id",
     "check_perm",
     "check_non_negative_int32",
-    "broker_validator",
-    "namesrv_validator",
 ]
 
 TOPIC_MAX_LENGTH = 127  # TopicValidator.TOPIC_MAX_LENGTH
@@ -245,15 +244,17 @@ def _json_body_problem(body: bytes) -> str | None:
     return None
 
 
-class RequestValidator:
-    """The edge checks of one server (see the module docstring)."""
+class RequestCheck:
+    """The edge checks of one request code (see the module docstring): its header fields'
+    ``rules`` and, with ``json_body``, the JSON body's text. Built once per code when its
+    handler is registered (``protocol.request_specs``), so a request pays no lookup."""
 
-    __slots__ = ("rules", "json_body_codes")
+    __slots__ = ("rules", "json_body")
 
-    def __init__(self, rules: Mapping[int, Mapping[str, FieldCheck]],
-                 json_body_codes: frozenset[int] = frozenset()) -> None:
-        self.rules = {int(code): dict(fields) for code, fields in rules.items()}
-        self.json_body_codes = frozenset(int(c) for c in json_body_codes)
+    def __init__(self, rules: Mapping[str, FieldCheck] | None = None,
+                 json_body: bool = False) -> None:
+        self.rules = dict(rules or {})
+        self.json_body = json_body
 
     def check(self, request: RemotingCommand) -> str | None:
         """``None`` if ``request`` may proceed, else the remark of its refusal."""
@@ -263,7 +264,7 @@ class RequestValidator:
                 remark = self._text_remark(ext)
                 if remark is not None:
                     return remark
-            fields = self.rules.get(request.code)
+            fields = self.rules
             if fields:
                 for key, check in fields.items():
                     raw = ext.get(key)
@@ -271,7 +272,7 @@ class RequestValidator:
                         remark = check(key, raw)
                         if remark is not None:
                             return remark
-        if request.body and request.code in self.json_body_codes:
+        if self.json_body and request.body:
             return _json_body_problem(bytes(request.body))
         return None
 
@@ -304,13 +305,13 @@ Refused = Callable[[Any, RemotingCommand, str], None]
 _Handler = Callable[[Any, RemotingCommand], "RemotingCommand | None | Awaitable[RemotingCommand | None]"]
 
 
-def guard(handler: _Handler, validator: RequestValidator, on_refused: Refused | None = None
+def guard(handler: _Handler, check: RequestCheck, on_refused: Refused | None = None
           ) -> _Handler:
-    """``handler`` behind ``validator``: a refused request is answered SYSTEM_ERROR + remark."""
+    """``handler`` behind ``check``: a refused request is answered SYSTEM_ERROR + remark."""
 
     def guarded(channel: Any, request: RemotingCommand
                 ) -> RemotingCommand | None | Awaitable[RemotingCommand | None]:
-        remark = validator.check(request)
+        remark = check.check(request)
         if remark is None:
             return handler(channel, request)
         if on_refused is not None:
@@ -319,40 +320,5 @@ def guard(handler: _Handler, validator: RequestValidator, on_refused: Refused | 
 
     guarded.__name__ = getattr(handler, "__name__", "guarded")
     guarded.__qualname__ = getattr(handler, "__qualname__", "guarded")
+    guarded.__wrapped__ = handler  # type: ignore[attr-defined]  # inspect.unwrap finds it
     return guarded
-
-
-# -- the servers' tables ------------------------------------------------------------------
-
-_OFFSET_KEY: dict[str, FieldCheck] = {"consumerGroup": check_group, "topic": check_stored_topic,
-                                      "queueId": check_queue_id}
-
-# Group names are held to the client's rule wherever the broker would store them (offsets,
-# auto-created subscription groups, retry topics).
-BROKER_RULES: Mapping[int, Mapping[str, FieldCheck]] = {
-    RequestCode.UPDATE_AND_CREATE_TOPIC: {
-        "topic": check_topic, "readQueueNums": check_queue_nums,
-        "writeQueueNums": check_queue_nums, "perm": check_perm,
-        "topicSysFlag": check_non_negative_int32},
-    RequestCode.UPDATE_CONSUMER_OFFSET: _OFFSET_KEY,
-    RequestCode.PULL_MESSAGE: {"consumerGroup": check_group},
-    RequestCode.LITE_PULL_MESSAGE: {"consumerGroup": check_group},
-    RequestCode.CONSUMER_SEND_MSG_BACK: {"group": check_group},
-    RequestCode.INVOKE_BROKER_TO_RESET_OFFSET: {"group": check_group, "topic": check_stored_topic},
-    RequestCode.CLONE_GROUP_OFFSET: {"destGroup": check_group},
-}
-BROKER_JSON_BODY_CODES = frozenset({
-    RequestCode.HEART_BEAT, RequestCode.UNREGISTER_CLIENT, RequestCode.CHECK_CLIENT_CONFIG,
-    RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, RequestCode.LOCK_BATCH_MQ,
-    RequestCode.UNLOCK_BATCH_MQ})
-NAMESRV_JSON_BODY_CODES = frozenset({RequestCode.REGISTER_BROKER})
-
-
-def broker_validator() -> RequestValidator:
-    """The broker's edge: names it stores, topic configs, JSON bodies of client requests."""
-    return RequestValidator(BROKER_RULES, BROKER_JSON_BODY_CODES)
-
-
-def namesrv_validator() -> RequestValidator:
-    """The nameserver's edge: header text everywhere, the broker registrations it keeps."""
-    return RequestValidator({}, NAMESRV_JSON_BODY_CODES)

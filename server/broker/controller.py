@@ -14,8 +14,11 @@ Upstream ``BrokerController`` (``initialize``, ``start``, ``shutdown``, ``regist
 3. start the store (recovery included) and hook its message-arriving listener to the
    long-polling service;
 4. register the processor table (admin as default processor for unknown codes), every
-   handler behind the edge checks of ``protocol.validation`` (a refused request is
-   answered SYSTEM_ERROR with a remark naming the field, and changes nothing);
+   handler behind the edge its request spec describes (``protocol/request_specs.py``):
+   the checks of ``protocol.validation`` (a refused request is answered SYSTEM_ERROR with
+   a remark naming the field, and changes nothing) and, for codes that may create a topic
+   (sends, a send-back's retry or DLQ topic, a heartbeat's retry topics), an answer that
+   waits for the new topic's registration with the nameservers, as upstream's;
 5. start the persistence routines, client housekeeping and long-poll checker; attach the
    metrics families and start their HTTP endpoint (``metrics``: server/metrics/); then
    listen: clients connect only to a broker that can answer them (upstream starts its
@@ -52,15 +55,16 @@ groups, shut the store down (flush + checkpoint), close the nameserver client.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Mapping
 from pathlib import Path
 
 from aiorocketmq.logs import get_logger
 from aiorocketmq.protocol.channel import Channel, Handler
-from aiorocketmq.protocol.codes import RequestCode, ResponseCode
+from aiorocketmq.protocol.codes import ResponseCode
 from aiorocketmq.protocol.command import RemotingCommand
+from aiorocketmq.protocol.request_specs import broker_specs, edge_check
 from aiorocketmq.protocol.tls import TlsConfig
-from aiorocketmq.protocol.validation import broker_validator, guard
+from aiorocketmq.protocol.validation import guard
 from aiorocketmq.server.metrics import BrokerMetrics
 from aiorocketmq.server.remoting import RemotingServer
 from aiorocketmq.server.store.config import MessageStoreConfig
@@ -104,14 +108,6 @@ from .transaction import (
 __all__ = ["BrokerController"]
 
 log = get_logger("aiorocketmq.broker")
-
-# Requests whose handling may auto-create a topic (sends, a send-back's retry or DLQ topic,
-# a heartbeat's retry topics): upstream registers with the nameservers before answering them.
-_MAY_CREATE_TOPIC = frozenset({
-    RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE,
-    RequestCode.SEND_REPLY_MESSAGE, RequestCode.SEND_REPLY_MESSAGE_V2,
-    RequestCode.CONSUMER_SEND_MSG_BACK, RequestCode.HEART_BEAT})
-
 
 async def _shutdown_step(what: str, step: Awaitable[object]) -> None:
     """Await one shutdown step; a failure is logged and the shutdown goes on."""
@@ -188,6 +184,7 @@ class BrokerController:
         self.access_validator: PlainAccessValidator | None = None
         self.acl_watcher: AclFileWatcher | None = None
         self.dledger_roles: DLedgerRoleChangeHandler | None = None
+        self._specs = broker_specs()
         self._state = "new"
 
     @property
@@ -257,24 +254,17 @@ class BrokerController:
         self.send_processor.hooks += [RetryDlqSendHook(self), TransactionPrepareHook(),
                                       TimerSendHook(self.timer, c.broker_name)]
         self.admin_processor = AdminBrokerProcessor(self)
-        validator = broker_validator()
+        acl_admin = AclAdminProcessor(self.access_validator, lambda: (
+            self.config.broker_name, self.config.broker_addr, self.config.broker_cluster_name))
         for processor in (self.send_processor, self.pull_processor,
                           QueryProcessor(self), ClientManageProcessor(self),
                           ConsumerManageProcessor(self), self.admin_processor,
                           SendBackProcessor(self), LockProcessor(self),
                           EndTransactionProcessor(self, self.transactions),
-                          ReplyMessageProcessor(self), self.schedule):
-            for code, handler in processor.handlers().items():
-                if code in _MAY_CREATE_TOPIC:
-                    handler = self._answered_after_registration(handler)
-                self.server.register(code, guard(handler, validator, _log_refused))
+                          ReplyMessageProcessor(self), self.schedule, acl_admin):
+            self._register(processor.handlers())
         for table in (admin_broker.handlers(self), admin_group.handlers(self)):
-            for code, handler in table.items():
-                self.server.register(code, guard(handler, validator, _log_refused))
-        acl_admin = AclAdminProcessor(self.access_validator, lambda: (
-            self.config.broker_name, self.config.broker_addr, self.config.broker_cluster_name))
-        for code, handler in acl_admin.handlers().items():
-            self.server.register(code, guard(handler, validator, _log_refused))
+            self._register(table)
         self.server.register_default(self.admin_processor.unknown)
         for manager in (self.topics, self.subscription_groups, self.offsets, self.consumer_filters):
             manager.start()
@@ -303,6 +293,18 @@ class BrokerController:
         log.info("broker.started", broker=c.broker_name, addr=c.broker_addr,
                  namesrv=c.namesrv_addr, metrics=self.metrics.address)
 
+    def _register(self, table: Mapping[int, Handler]) -> None:
+        """Register a processor's handlers, each behind the edge its request spec describes
+        (``protocol/request_specs.py``): the field and body checks, and for a code that may
+        create a topic, an answer that waits for the topic's registration. The spec is bound
+        here, once: a request costs the processor table's dict access."""
+        specs = self._specs
+        for code, handler in table.items():
+            spec = specs.get(code)
+            if spec is not None and spec.may_create_topic:
+                handler = self._answered_after_registration(handler)
+            self.server.register(code, guard(handler, edge_check(spec), _log_refused))
+
     def _answered_after_registration(self, handler: Handler) -> Handler:
         """``handler`` whose answer waits for the registration of a topic it auto-created
         (``BrokerOuterAPI.after_registration``)."""
@@ -313,6 +315,7 @@ class BrokerController:
             return after(handler(channel, request))
 
         answered.__name__ = getattr(handler, "__name__", "answered")
+        answered.__wrapped__ = handler  # type: ignore[attr-defined]  # inspect.unwrap finds it
         return answered
 
     async def _start_ha(self, requested_port: int) -> None:

@@ -72,8 +72,8 @@ from aiorocketmq.protocol.headers import (
     WipeWritePermOfBrokerRequestHeader,
     WipeWritePermOfBrokerResponseHeader,
 )
+from aiorocketmq.protocol.request_specs import edge_check, namesrv_specs
 from aiorocketmq.protocol.validation import guard as edge_guard
-from aiorocketmq.protocol.validation import namesrv_validator
 
 from .config import PATH_KEYS, ConfigError, NamesrvConfig
 from .kv_config import KVConfigManager
@@ -149,8 +149,10 @@ class NamesrvProcessor:
         }
         table: dict[int, Handler] = {int(c): _guard(h) for c, h in sync.items()}
         table.update({int(c): _guard_async(h) for c, h in asynchronous.items()})
-        validator = namesrv_validator()
-        self.table = {c: edge_guard(h, validator, _log_refused) for c, h in table.items()}
+        # Each handler behind the edge checks of its request spec (protocol/request_specs.py).
+        specs = namesrv_specs()
+        self.table = {c: edge_guard(h, edge_check(specs.get(c)), _log_refused)
+                      for c, h in table.items()}
 
     # -- brokers --------------------------------------------------------------------------
 

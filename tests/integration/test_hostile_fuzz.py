@@ -23,8 +23,8 @@ from aiorocketmq.client.remoting import RemotingClient
 from aiorocketmq.protocol import fastjson
 from aiorocketmq.protocol.codes import RequestCode, ResponseCode
 from aiorocketmq.protocol.command import RemotingCommand
-from aiorocketmq.protocol.headers import REQUEST_HEADERS
 from aiorocketmq.protocol.message import decode_messages
+from aiorocketmq.protocol.request_specs import REQUEST_HEADERS
 from tests.hostile import connect_sync, invoke_sync
 from tests.integration.test_broker_send_pull import TIMEOUT, pull_request, send
 from tests.procs import broker_process, namesrv_process

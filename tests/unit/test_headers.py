@@ -17,8 +17,6 @@ from aiorocketmq.protocol.codes import RequestCode
 from aiorocketmq.protocol.command import RemotingCommand
 from aiorocketmq.protocol.errors import HeaderError, ProtocolError
 from aiorocketmq.protocol.headers import (
-    REQUEST_HEADERS,
-    RESPONSE_HEADERS,
     CommandHeader,
     CreateTopicRequestHeader,
     GetMaxOffsetRequestHeader,
@@ -39,6 +37,7 @@ from aiorocketmq.protocol.headers import (
     decode_send_request_header,
     wire,
 )
+from aiorocketmq.protocol.request_specs import REQUEST_HEADERS, RESPONSE_HEADERS
 
 # Same examples on every run: the suite must be deterministic.
 DETERMINISTIC = settings(derandomize=True, deadline=None, database=None)

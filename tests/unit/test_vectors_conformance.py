@@ -22,8 +22,6 @@ from aiorocketmq.protocol.command import RemotingCommand
 from aiorocketmq.protocol.errors import HeaderError
 from aiorocketmq.protocol.frame import FrameDecoder
 from aiorocketmq.protocol.headers import (
-    REQUEST_HEADERS,
-    RESPONSE_HEADERS,
     CommandHeader,
     PullMessageRequestHeader,
     PullMessageResponseHeader,
@@ -33,6 +31,7 @@ from aiorocketmq.protocol.headers import (
     decode_header,
     decode_send_request_header,
 )
+from aiorocketmq.protocol.request_specs import REQUEST_HEADERS, RESPONSE_HEADERS
 from tests.vectors import body_bytes, frame, frame_bytes, load_frames
 
 # Same examples on every run: the suite must be deterministic.

@@ -44,8 +44,9 @@ import yaml
 from aiorocketmq.logs import get_logger
 from aiorocketmq.protocol.acl import Permission, PlainAccessConfig, cal_signature
 from aiorocketmq.protocol.bodies import DataVersion
-from aiorocketmq.protocol.codes import MixAll, RequestCode, SystemTopic
+from aiorocketmq.protocol.codes import MixAll, SystemTopic
 from aiorocketmq.protocol.javautil import java_hashmap_order
+from aiorocketmq.protocol.request_specs import broker_specs
 
 from .errors import AclError, Where
 from .remote_address import RemoteAddressStrategy, remote_address_strategy
@@ -64,14 +65,8 @@ RETRY_PREFIX = MixAll.RETRY_GROUP_TOPIC_PREFIX
 ACCESS_KEY_MIN_LENGTH = 6
 SECRET_KEY_MIN_LENGTH = 6
 
-# Permission.ADMIN_CODE
-ADMIN_CODES = frozenset((
-    int(RequestCode.UPDATE_AND_CREATE_TOPIC),
-    int(RequestCode.UPDATE_BROKER_CONFIG),
-    int(RequestCode.DELETE_TOPIC_IN_BROKER),
-    int(RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP),
-    int(RequestCode.DELETE_SUBSCRIPTIONGROUP),
-))
+# Permission.ADMIN_CODE: the broker's request specs marked ``admin``.
+ADMIN_CODES = frozenset(code for code, spec in broker_specs().items() if spec.admin)
 
 
 def java_split(text: str | None, sep: str) -> list[str] | None:

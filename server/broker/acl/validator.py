@@ -19,8 +19,9 @@ Contract (acl/plain/PlainAccessValidator.java ``parse``, BrokerController ``init
   UPDATE_CONSUMER_OFFSET                %RETRY%+``consumerGroup`` SUB, ``topic`` SUB (required fields)
   ====================================  ==========================================
 
+  Those are the ``acl`` entries of the request specs (``protocol/request_specs.py``).
   Every other code needs no resource (only a valid signature), except the admin-only codes
-  (plain_permission.ADMIN_CODES). A request without extFields carries no access key.
+  (specs with ``admin``: plain_permission.ADMIN_CODES). A request without extFields carries no access key.
   A header or body that does not decode is refused with ``AclError`` at ``parse``.
 * ``AccessValidator.before_request`` is the server hook (``RemotingServer(request_hook=...)``):
   a refusal is answered ``SYSTEM_ERROR`` with ``AclError.remark``, the stock broker's text;
@@ -31,7 +32,7 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any
+from typing import Any, NamedTuple
 
 from aiorocketmq.logs import get_logger
 from aiorocketmq.protocol.acl import (
@@ -44,8 +45,14 @@ from aiorocketmq.protocol.acl import (
 )
 from aiorocketmq.protocol.bodies import HeartbeatData
 from aiorocketmq.protocol.channel import Channel
-from aiorocketmq.protocol.codes import RequestCode, ResponseCode
+from aiorocketmq.protocol.codes import ResponseCode
 from aiorocketmq.protocol.command import RemotingCommand
+from aiorocketmq.protocol.request_specs import (
+    AclSpec,
+    RequestSpec,
+    acl_header_fields,
+    broker_specs,
+)
 
 from .errors import AclError, Where
 from .plain_permission import RETRY_PREFIX, PlainAccessResource, PlainPermissionManager, retry_topic
@@ -56,7 +63,6 @@ log = get_logger("aiorocketmq.broker.acl")
 
 SUB = Permission.SUB
 _JAVA_INT = re.compile(r"[+-]?[0-9]+")
-PUB = Permission.PUB
 
 
 def rocketmq_home(system_properties: dict[str, str] | None = None) -> str | None:
@@ -65,7 +71,7 @@ def rocketmq_home(system_properties: dict[str, str] | None = None) -> str | None
     return props.get("rocketmq.home.dir") or os.environ.get("ROCKETMQ_HOME")
 
 
-def _required(ext: dict[str, str], *names: str) -> None:
+def _required(ext: dict[str, str], names: tuple[str, ...]) -> None:
     # RemotingCommand.decodeCommandCustomHeader on the @CFNotNull fields, in declaration order
     for name in names:
         if ext.get(name) is None:
@@ -77,14 +83,6 @@ def _java_number(ext: dict[str, str], name: str) -> None:
     value = ext[name]
     if _JAVA_INT.fullmatch(value) is None:
         raise AclError(f'For input string: "{value}"', Where.PARSE)
-
-
-def _send(res: PlainAccessResource, ext: dict[str, str], topic_key: str, group_key: str) -> None:
-    topic = ext.get(topic_key)
-    if topic is not None and topic.startswith(RETRY_PREFIX):
-        res.add_resource_and_perm(retry_topic(ext.get(group_key)), SUB)
-    else:
-        res.add_resource_and_perm(topic, PUB)
 
 
 def _heart_beat(res: PlainAccessResource, request: RemotingCommand) -> None:
@@ -100,33 +98,43 @@ def _heart_beat(res: PlainAccessResource, request: RemotingCommand) -> None:
             res.add_resource_and_perm(sub.topic, SUB)
 
 
+class _AclRule(NamedTuple):
+    """A code's ``AclSpec`` with its header's required fields and numbers worked out."""
+
+    spec: AclSpec
+    required: tuple[str, ...]
+    numbers: tuple[str, ...]
+
+
+def _rule(spec: RequestSpec, acl: AclSpec) -> _AclRule:
+    required, numbers = acl_header_fields(spec) if acl.decodes_header else ((), ())
+    return _AclRule(acl, required, numbers)
+
+
+# Request code -> what its ACL check asks (the broker's request specs).
+_RULES: dict[int, _AclRule] = {code: _rule(spec, spec.acl)
+                               for code, spec in broker_specs().items() if spec.acl is not None}
+
+
 def _fill(res: PlainAccessResource, request: RemotingCommand, ext: dict[str, str]) -> None:
-    code = request.code
-    if code == RequestCode.SEND_MESSAGE:
-        _send(res, ext, "topic", "group")
-    elif code == RequestCode.SEND_MESSAGE_V2:
-        _send(res, ext, "b", "a")
-    elif code == RequestCode.CONSUMER_SEND_MSG_BACK:
-        res.add_resource_and_perm(retry_topic(ext.get("group")), SUB)
-    elif code == RequestCode.PULL_MESSAGE:
-        res.add_resource_and_perm(ext.get("topic"), SUB)
-        res.add_resource_and_perm(retry_topic(ext.get("consumerGroup")), SUB)
-    elif code == RequestCode.QUERY_MESSAGE:
-        res.add_resource_and_perm(ext.get("topic"), SUB)
-    elif code == RequestCode.HEART_BEAT:
+    rule = _RULES.get(request.code)
+    if rule is None:
+        return
+    if rule.required:
+        _required(ext, rule.required)
+        for key in rule.numbers:
+            _java_number(ext, key)
+    acl = rule.spec
+    if acl.heartbeat_body:
         _heart_beat(res, request)
-    elif code == RequestCode.UNREGISTER_CLIENT:
-        _required(ext, "clientID")
-        res.add_resource_and_perm(retry_topic(ext.get("consumerGroup")), SUB)
-    elif code == RequestCode.GET_CONSUMER_LIST_BY_GROUP:
-        _required(ext, "consumerGroup")
-        res.add_resource_and_perm(retry_topic(ext["consumerGroup"]), SUB)
-    elif code == RequestCode.UPDATE_CONSUMER_OFFSET:
-        _required(ext, "consumerGroup", "topic", "queueId", "commitOffset")
-        _java_number(ext, "queueId")
-        _java_number(ext, "commitOffset")
-        res.add_resource_and_perm(retry_topic(ext["consumerGroup"]), SUB)
-        res.add_resource_and_perm(ext["topic"], SUB)
+    for r in acl.resources:
+        name = ext.get(r.key)
+        if r.retry_group is not None and name is not None and name.startswith(RETRY_PREFIX):
+            res.add_resource_and_perm(retry_topic(ext.get(r.retry_group)), SUB)
+        elif r.retry:
+            res.add_resource_and_perm(retry_topic(name), r.perm)
+        else:
+            res.add_resource_and_perm(name, r.perm)
 
 
 def parse_request(request: RemotingCommand, remote_addr: str | None) -> PlainAccessResource:
