@@ -25,8 +25,9 @@ Derived here, so nothing else lists codes: ``REQUEST_HEADERS`` / ``RESPONSE_HEAD
 ``broker_specs()`` / ``namesrv_specs()`` (the codes each server registers), and the
 tables the broker's ACL, edge checks and topic creation read (they bind a code's spec
 once, when its handler is registered: a request costs the processor table's dict access
-and nothing more). ``tests/integration/test_request_specs.py`` checks that the specs are
-complete and that each server registers exactly the codes its specs name.
+and nothing more). ``tests/unit/test_request_specs.py`` checks that the specs are complete
+and that clients register exactly the codes their specs name,
+``tests/integration/test_request_specs.py`` the same of the broker and the nameserver.
 
 Sources: upstream ``RequestCode.java``, the processors' ``processRequest`` switches,
 ``PlainAccessValidator.parse``, ``Permission.ADMIN_CODE`` (docs/PROTOCOL.md 3.6, 4, 13.2,
@@ -154,6 +155,7 @@ __all__ = [
     "CLIENT",
     "broker_specs",
     "namesrv_specs",
+    "client_specs",
     "specs_of",
     "edge_check",
     "acl_header_fields",
@@ -188,6 +190,7 @@ _SCHEDULE = "server.broker.schedule"
 _ACL_ADMIN = "server.broker.acl.processor"
 _NAMESRV = "server.namesrv.processor"
 _CLIENT = "client.instance"
+_CLIENT_REPLY = "client.request_reply"
 
 SUB = Permission.SUB
 PUB = Permission.PUB
@@ -403,7 +406,7 @@ _SPECS: tuple[RequestSpec, ...] = (
                 body=MESSAGE),
     RequestSpec(RC.RESET_CONSUMER_CLIENT_OFFSET, (_CLIENT,), ResetOffsetRequestHeader, body=RAW),
     RequestSpec(RC.GET_CONSUMER_STATUS_FROM_CLIENT, (_CLIENT,), GetConsumerStatusRequestHeader),
-    RequestSpec(RC.PUSH_REPLY_MESSAGE_TO_CLIENT, (_CLIENT,), ReplyMessageRequestHeader,
+    RequestSpec(RC.PUSH_REPLY_MESSAGE_TO_CLIENT, (_CLIENT_REPLY,), ReplyMessageRequestHeader,
                 body=MESSAGE),
 )
 
@@ -446,6 +449,11 @@ def broker_specs() -> Mapping[int, RequestSpec]:
 def namesrv_specs() -> Mapping[int, RequestSpec]:
     """The codes the nameserver registers, with their specs."""
     return specs_of(NAMESRV)
+
+
+def client_specs() -> Mapping[int, RequestSpec]:
+    """The codes a client handles (the broker sends them), with their specs."""
+    return specs_of(CLIENT)
 
 
 _TEXT_ONLY = RequestCheck()

@@ -1,13 +1,16 @@
 """``protocol/request_specs.py``: every spec is complete and the tables read from it agree.
 
 The broker's and nameserver's registrations are held to the specs in
-``tests/integration/test_request_specs.py`` (they need a started broker).
+``tests/integration/test_request_specs.py`` (they need a started broker); a client's here.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import inspect
 
+from aiorocketmq.client.config import ClientConfig
+from aiorocketmq.client.instance import MQClientInstance
 from aiorocketmq.protocol.bodies import HeartbeatData
 from aiorocketmq.protocol.codes import RequestCode
 from aiorocketmq.protocol.command import RemotingCommand
@@ -26,6 +29,7 @@ from aiorocketmq.protocol.request_specs import (
     AclResource,
     acl_header_fields,
     broker_specs,
+    client_specs,
     edge_check,
     namesrv_specs,
 )
@@ -65,6 +69,16 @@ def test_every_spec_is_complete() -> None:
 
 def test_no_code_is_handled_by_both_servers() -> None:
     assert not set(broker_specs()) & set(namesrv_specs())
+
+
+def test_client_registers_exactly_its_specs() -> None:
+    instance = MQClientInstance(ClientConfig(namesrv_addr="127.0.0.1:9876"), "specs@test")
+    registered = {code: inspect.unwrap(h).__module__.removeprefix("aiorocketmq.")
+                  for code, h in instance.remoting.processors.items()}
+    expected = {code: [m for m in spec.handled_by if m.startswith(CLIENT)]
+                for code, spec in client_specs().items()}
+    assert registered == {code: modules[0] for code, modules in expected.items()}
+    assert all(len(modules) == 1 for modules in expected.values())
 
 
 def test_header_tables_come_from_the_specs() -> None:
