@@ -16,7 +16,7 @@ import argparse
 from collections.abc import Awaitable, Callable
 
 from ..api import MQAdmin
-from .base import Output, command, opt
+from .base import Output, UsageError, command, opt
 from .formatting import format_date, front
 
 
@@ -54,6 +54,13 @@ async def clean_unused_topic(admin: MQAdmin, args: argparse.Namespace) -> Output
     return await _housekeeping(admin, args, admin.clean_unused_topic)
 
 
+def _long(text: str, name: str) -> int:
+    try:
+        return int(text.strip())
+    except ValueError:
+        raise UsageError(f"{name}: not a number: '{text}'") from None
+
+
 _STATS_FMT = "%-64s  %-64s  %-32s  %-4s  %-20s  %-20s  %-20s  %s\n"
 
 
@@ -67,8 +74,8 @@ async def broker_consume_stats(admin: MQAdmin, args: argparse.Namespace) -> Outp
     consumed from (a last consume time), whose lag is at least ``-l``; then the broker's
     total lag, whatever ``-l`` left out."""
     is_order = args.order is not None and args.order.strip().lower() == "true"
-    timeout = int(args.timeoutMillis.strip()) / 1000 if args.timeoutMillis else 50.0
-    level = int(args.level.strip()) if args.level else 0
+    timeout = _long(args.timeoutMillis, "-t") / 1000 if args.timeoutMillis else 50.0
+    level = _long(args.level, "-l") if args.level else 0
     stats = await admin.broker_consume_stats(args.brokerAddr.strip(), is_order=is_order,
                                              timeout=timeout)
     lines = [_STATS_FMT % ("#Topic", "#Group", "#Broker Name", "#QID", "#Broker Offset",
