@@ -11,7 +11,10 @@ stored message records:
 
 And one walk of the broker's: ``aiorocketmq.server.store._units`` (server/store/_units.c),
 the consume-queue units of an unfiltered pull (``message_store.scan_units``;
-tests/unit/test_store_scan_units.py).
+tests/unit/test_store_scan_units.py), and the store's put path: ``aiorocketmq.server.store._put``
+(server/store/_put.c), a stored record written straight into the commit log's mapping and
+an index entry into the index file's (``commit_log.py``, ``index.py``;
+tests/unit/test_store_put_native.py). It links zlib (its CRC-32, as Python's ``zlib``).
 
 And the remoting header: ``aiorocketmq.protocol._command`` (protocol/_command.c), the
 ROCKETMQ header of a ``RemotingCommand`` both ways (``protocol/command.py``;
@@ -29,4 +32,6 @@ setup(ext_modules=[
     Extension("aiorocketmq.spark_sink._records", ["spark_sink/_records.c"], **_COMMON),
     Extension("aiorocketmq.server.store._units", ["server/store/_units.c"], **_COMMON),
     Extension("aiorocketmq.protocol._command", ["protocol/_command.c"], **_COMMON),
+    Extension("aiorocketmq.server.store._put", ["server/store/_put.c"], libraries=["z"],
+              **_COMMON),
 ])

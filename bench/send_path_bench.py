@@ -29,6 +29,7 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script: make the repo root importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from aiorocketmq import NO_EXTENSIONS
 from aiorocketmq.protocol.codes import RequestCode, SerializeType
 from aiorocketmq.protocol.command import RemotingCommand
 from aiorocketmq.protocol.headers import SendMessageRequestHeader, SendMessageRequestHeaderV2
@@ -135,6 +136,7 @@ async def run(args: argparse.Namespace) -> list[float]:
             stored = sum(broker.store.get_max_offset_in_queue(TOPIC, q) for q in range(4))
             assert stored == (args.runs + 1) * args.messages, f"{stored} sends stored"
             channel.close()
+            report(args, per_send[1:])  # now: the figures do not depend on the shutdown
             return per_send[1:]
         finally:
             await broker.shutdown()
@@ -149,13 +151,25 @@ def main() -> None:
     parser.add_argument("--serialize", choices=("ROCKETMQ", "JSON"), default="ROCKETMQ",
                         help="request header encoding (answers use the request's); default "
                              "ROCKETMQ, as stock's benchmark Producer is run")
+    parser.add_argument("--python-put", action="store_true",
+                        help="the store's put path in Python although server/store/_put.c is "
+                             "built (the other C modules stay on): its before/after")
     args = parser.parse_args()
+    if args.python_put:
+        from aiorocketmq.server.store import commit_log, index
+        commit_log._write_record = None  # type: ignore[assignment]
+        index._index_put = None  # type: ignore[assignment]
     logging.disable(logging.WARNING)
     import uvloop
-    per_send = uvloop.run(run(args))
+    uvloop.run(run(args))
+
+
+def report(args: argparse.Namespace, per_send: list[float]) -> None:
     print(f"send path: {statistics.median(per_send):.2f} us CPU per send (median of {args.runs}; "
           f"runs {', '.join(f'{x:.2f}' for x in per_send)}), {args.size} B bodies, "
-          f"{args.read_kib} KiB reads, {args.serialize} headers")
+          f"{args.read_kib} KiB reads, {args.serialize} headers, C extensions "
+          f"{'off' if NO_EXTENSIONS else 'on'}{', Python put' if args.python_put else ''}",
+          flush=True)
 
 
 if __name__ == "__main__":

@@ -32,6 +32,7 @@ import zlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import NamedTuple
 
+from aiorocketmq import refuse_extension
 from aiorocketmq.logs import get_logger
 from aiorocketmq.protocol.codes import MessageConst, MessageSysFlag, SystemTopic
 from aiorocketmq.protocol.message import (
@@ -79,12 +80,22 @@ def _wall_clock_ms() -> int:
     return int(time.time() * 1000)
 
 
+# The record written straight into the mapping, in C (server/store/_put.c), else None:
+# pack_stored_record's bytes, joined and then copied in, are the Python path.
+try:
+    refuse_extension("aiorocketmq.server.store._put")
+    from ._put import write_record as _write_record
+except ImportError:
+    _write_record = None  # type: ignore[assignment]
+
+
 # Recovery verdicts of _check_record besides a positive record size.
 _END_OF_FILE = 0
 _INVALID = -1
 _CRC_FAILED = -2
 _EMPTY = -3
 _ZERO_CHUNK = bytes(1024 * 1024)
+_MAX_FIXED = 91 + 12 + 12  # a record's bytes besides body, topic and properties
 # The bytes a topic may hold (TopicValidator's ^[%|a-zA-Z0-9_-]+$): deleting them from a
 # stored topic must leave nothing.
 _TOPIC_BYTES = b"%|_-0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -232,11 +243,44 @@ class CommitLog:
 
     def _encode_into(self, mf: MappedFile, inner: MessageExtBrokerInner, topic_b: bytes,
                      props_b: bytes, store_host: bytes, now_ms: int) -> int:
-        record = self.encode_record(inner, topic_b, props_b, store_host,
-                                    mf.file_from_offset + mf.wrote_position, now_ms)
-        mf.append(record)
-        self.advance_queue_offset(inner)
-        return len(record)
+        """Write the record of ``inner`` at ``mf``'s write position (``_segment_for`` made
+        room and reserved its blocks); returns its size. ``encode_record`` and one copy,
+        or with ``_put`` built the same fields written in place by ``write_record``."""
+        pos = mf.wrote_position
+        phys = mf.file_from_offset + pos
+        # (The bound covers both hosts as IPv6; _segment_for reserved the blocks.)
+        if (_write_record is None or pos + _MAX_FIXED + len(inner.body) + len(topic_b)
+                + len(props_b) > mf.allocated):
+            record = self.encode_record(inner, topic_b, props_b, store_host, phys, now_ms)
+            mf.append(record)
+            self.advance_queue_offset(inner)
+            return len(record)
+        # encode_record's fields, the record itself written by C.
+        tx = inner.sys_flag & 0xC
+        counted = tx != _PREPARED and tx != _ROLLBACK
+        topic = inner.topic
+        queue_offset = self.topic_queue_table.get((topic, inner.queue_id), 0) if counted else 0
+        sys_flag = inner.sys_flag & ~(_BORN_V6 | _STORE_V6)
+        born_host = inner.born_host
+        if len(born_host) == 20:
+            sys_flag |= _BORN_V6
+        if len(store_host) == 20:
+            sys_flag |= _STORE_V6
+        size, msg_id = _write_record(
+            mf.mm, pos, topic_b, inner.queue_id, inner.flag, queue_offset, phys, sys_flag,
+            inner.born_timestamp, born_host, now_ms, store_host, inner.reconsume_times,
+            inner.prepared_transaction_offset, inner.body, props_b)
+        mf.wrote_position = pos + size
+        mf.last_modified_ms = now_ms if self.clock_ms is _wall_clock_ms else _wall_clock_ms()
+        inner.sys_flag = sys_flag
+        inner.store_timestamp = now_ms
+        inner.queue_offset = queue_offset
+        inner.commit_log_offset = phys
+        inner.msg_id = msg_id
+        inner.tags_code = compute_tags_code(topic, inner.properties, now_ms, self.delay_levels)
+        if counted:
+            self.topic_queue_table[(topic, inner.queue_id)] = queue_offset + 1
+        return size
 
     def append(self, inner: MessageExtBrokerInner) -> AppendMessageResult:
         """Append one record (after ``apply_delay``). Raises OSError when a segment cannot be created."""

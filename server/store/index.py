@@ -41,10 +41,19 @@ import struct
 import time
 import zlib
 
+from aiorocketmq import refuse_extension
 from aiorocketmq.logs import get_logger
 from aiorocketmq.protocol.javautil import java_string_hash
 
 from .mapped_file import MappedFile, sweep_creating
+
+# A CRC-32 keyed file's entry, slot and header written by one C call (server/store/_put.c),
+# else None: the Python lines of ``IndexFile.put_key`` below, its reference.
+try:
+    refuse_extension("aiorocketmq.server.store._put")
+    from ._put import index_put as _index_put
+except ImportError:
+    _index_put = None  # type: ignore[assignment]
 
 __all__ = ["IndexFile", "IndexService", "QueryOffsetResult"]
 
@@ -155,7 +164,21 @@ class IndexFile:
         if self._entries_base + (count + 1) * INDEX_SIZE > self.mf.allocated:
             self.reserve_entries(1)
         mm = self.mf.mm
-        key_hash = (_crc32(key.encode("utf-8")) & 0x7FFFFFFF if self.key_hash is crc32_key_hash
+        crc_keyed = self.key_hash is crc32_key_hash
+        if crc_keyed and _index_put is not None:
+            if count <= 1:
+                self.begin_phy_offset = phy_offset
+                self.begin_timestamp = store_timestamp
+            self.hash_slot_count = _index_put(
+                mm, self.hash_slot_num, self._entries_base, count, key, phy_offset,
+                store_timestamp, self.begin_timestamp, self.begin_phy_offset,
+                self.hash_slot_count)
+            self.index_count = count + 1
+            self.end_phy_offset = phy_offset
+            self.end_timestamp = store_timestamp
+            self.dirty = True
+            return True
+        key_hash = (_crc32(key.encode("utf-8")) & 0x7FFFFFFF if crc_keyed
                     else self.key_hash(key))
         slot_pos = INDEX_HEADER_SIZE + (key_hash % self.hash_slot_num) * HASH_SLOT_SIZE
         slot_value = _i32_at(mm, slot_pos)[0]

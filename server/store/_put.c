@@ -1,0 +1,236 @@
+/* aiorocketmq.server.store._put: the store's put path, in C.
+ *
+ * The compiled twins of two Python steps of every stored message, built from source by
+ * pip (setuptools, optional: without a C compiler, or under AIOROCKETMQ_NO_EXTENSIONS,
+ * the Python code runs; tests/unit/test_store_put_native.py holds both to the same
+ * results).
+ *
+ * write_record(buf, pos, topic_b, queue_id, flag, queue_offset, physical_offset,
+ *              sys_flag, born_timestamp, born_host, store_timestamp, store_host,
+ *              reconsume_times, prepared_transaction_offset, body, props_b)
+ *     -> (size, offset_msg_id)
+ *
+ *   Writes the v1 stored record protocol/message.py's ``pack_stored_record`` returns
+ *   (BODYCRC = CRC-32 of the body & 0x7FFFFFFF) into the writable buffer ``buf`` at
+ *   ``pos``, and returns its size and ``create_offset_msg_id(store_host,
+ *   physical_offset)``. The V6 sysflag bits are written as given (the caller sets
+ *   them from the host sizes, as for the Python packer). Refuses, before writing
+ *   anything: a host not 8 or 20 bytes, a topic over 127 or properties over 32767
+ *   bytes (ValueError); a record that does not fit in ``buf`` from ``pos``
+ *   (IndexError); an int out of its field's Java range (OverflowError).
+ *
+ * index_put(buf, hash_slot_num, entries_base, count, key, phy_offset, store_timestamp,
+ *           begin_timestamp, begin_phy_offset, hash_slot_count) -> hash_slot_count
+ *
+ *   index.py's ``IndexFile.put_key`` for a CRC-32 keyed file past its checks (the file
+ *   has room for entry ``count``; the caller has set the begin fields of a first
+ *   entry): hashes ``key`` (CRC-32 of its UTF-8, 31 bits), writes entry ``count``
+ *   (hash, phy offset, seconds since ``begin_timestamp`` clamped to 0..2^31-1, the
+ *   slot's previous entry or 0), points the slot at it and rewrites the 40-byte header
+ *   (end fields = this entry, index count = count + 1). Returns the new hash slot count.
+ *   Refuses (IndexError) any slot, entry or header outside ``buf``, and (ValueError) a
+ *   ``hash_slot_num`` or ``count`` below 1.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <zlib.h>
+#include <stdint.h>
+#include <string.h>
+
+#define MAGIC_V1 ((int32_t)0xDAA320A7)
+#define MIN_RECORD 91
+#define MAX_TOPIC 127
+#define MAX_PROPS 32767
+#define INDEX_HEADER 40
+#define INDEX_ENTRY 20
+
+static inline void put32(unsigned char *p, uint32_t v) {
+    p[0] = (unsigned char)(v >> 24); p[1] = (unsigned char)(v >> 16);
+    p[2] = (unsigned char)(v >> 8); p[3] = (unsigned char)v;
+}
+
+static inline void put64(unsigned char *p, uint64_t v) {
+    put32(p, (uint32_t)(v >> 32));
+    put32(p + 4, (uint32_t)v);
+}
+
+static inline int32_t get32(const unsigned char *p) {
+    return (int32_t)((uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3]);
+}
+
+/* Body CRC as zlib.crc32, in chunks: zlib's length is a uInt. */
+static uint32_t body_crc(const unsigned char *p, Py_ssize_t n) {
+    uLong crc = crc32(0L, Z_NULL, 0);
+    while (n > 0) {
+        uInt chunk = n > (Py_ssize_t)0x40000000 ? 0x40000000u : (uInt)n;
+        crc = crc32(crc, p, chunk);
+        p += chunk;
+        n -= chunk;
+    }
+    return (uint32_t)crc;
+}
+
+static int int32_arg(long long v, const char *name) {
+    if (v < INT32_MIN || v > INT32_MAX) {
+        PyErr_Format(PyExc_OverflowError, "%s %lld out of int32 range", name, v);
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *offset_msg_id(const unsigned char *host, Py_ssize_t host_len, int64_t phys) {
+    static const char hex[] = "0123456789ABCDEF";
+    char out[2 * (20 + 8)];
+    unsigned char raw[20 + 8];
+    memcpy(raw, host, (size_t)host_len);
+    put64(raw + host_len, (uint64_t)phys);
+    Py_ssize_t n = host_len + 8;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        out[2 * i] = hex[raw[i] >> 4];
+        out[2 * i + 1] = hex[raw[i] & 0xF];
+    }
+    return PyUnicode_FromKindAndData(PyUnicode_1BYTE_KIND, out, 2 * n);
+}
+
+static PyObject *write_record(PyObject *Py_UNUSED(self), PyObject *args) {
+    Py_buffer buf, topic, born, store, body, props;
+    Py_ssize_t pos;
+    long long queue_id, flag, queue_offset, phys, sys_flag, born_ts, store_ts, reconsume,
+        prep_off;
+    if (!PyArg_ParseTuple(args, "w*ny*LLLLLLy*Ly*LLy*y*:write_record", &buf, &pos, &topic,
+                          &queue_id, &flag, &queue_offset, &phys, &sys_flag, &born_ts, &born,
+                          &store_ts, &store, &reconsume, &prep_off, &body, &props))
+        return NULL;
+    PyObject *result = NULL;
+    if ((born.len != 8 && born.len != 20) || (store.len != 8 && store.len != 20)) {
+        PyErr_SetString(PyExc_ValueError, "a host address is 8 or 20 bytes");
+        goto done;
+    }
+    if (topic.len > MAX_TOPIC || props.len > MAX_PROPS) {
+        PyErr_SetString(PyExc_ValueError, "topic over 127 or properties over 32767 bytes");
+        goto done;
+    }
+    if (int32_arg(queue_id, "queue_id") || int32_arg(flag, "flag")
+        || int32_arg(sys_flag, "sys_flag") || int32_arg(reconsume, "reconsume_times"))
+        goto done;
+    /* body.len < 2^31 - 200 keeps every sum below int32 */
+    if (body.len > (Py_ssize_t)INT32_MAX - 256) {
+        PyErr_SetString(PyExc_OverflowError, "body too long for a record");
+        goto done;
+    }
+    Py_ssize_t size = MIN_RECORD + body.len + topic.len + props.len
+        + (born.len - 8) + (store.len - 8);
+    if (pos < 0 || pos > buf.len || size > buf.len - pos) {
+        PyErr_SetString(PyExc_IndexError, "record does not fit in the buffer");
+        goto done;
+    }
+    result = offset_msg_id(store.buf, store.len, (int64_t)phys);
+    if (!result) goto done;
+    unsigned char *p = (unsigned char *)buf.buf + pos;
+    put32(p, (uint32_t)size);
+    put32(p + 4, (uint32_t)MAGIC_V1);
+    put32(p + 8, body_crc(body.buf, body.len) & 0x7FFFFFFFu);
+    put32(p + 12, (uint32_t)queue_id);
+    put32(p + 16, (uint32_t)flag);
+    put64(p + 20, (uint64_t)queue_offset);
+    put64(p + 28, (uint64_t)phys);
+    put32(p + 36, (uint32_t)sys_flag);
+    put64(p + 40, (uint64_t)born_ts);
+    p += 48;
+    memcpy(p, born.buf, (size_t)born.len);
+    p += born.len;
+    put64(p, (uint64_t)store_ts);
+    p += 8;
+    memcpy(p, store.buf, (size_t)store.len);
+    p += store.len;
+    put32(p, (uint32_t)reconsume);
+    put64(p + 4, (uint64_t)prep_off);
+    put32(p + 12, (uint32_t)body.len);
+    p += 16;
+    memcpy(p, body.buf, (size_t)body.len);
+    p += body.len;
+    *p++ = (unsigned char)topic.len;
+    memcpy(p, topic.buf, (size_t)topic.len);
+    p += topic.len;
+    p[0] = (unsigned char)(props.len >> 8);
+    p[1] = (unsigned char)props.len;
+    memcpy(p + 2, props.buf, (size_t)props.len);
+    PyObject *t = Py_BuildValue("(nN)", size, result);
+    result = t;
+done:
+    PyBuffer_Release(&buf);
+    PyBuffer_Release(&topic);
+    PyBuffer_Release(&born);
+    PyBuffer_Release(&store);
+    PyBuffer_Release(&body);
+    PyBuffer_Release(&props);
+    return result;
+}
+
+static PyObject *index_put(PyObject *Py_UNUSED(self), PyObject *args) {
+    Py_buffer buf;
+    PyObject *key;
+    long long slots, entries_base, count, phy, store_ts, begin_ts, begin_phy, slot_count;
+    if (!PyArg_ParseTuple(args, "w*LLLULLLLL:index_put", &buf, &slots, &entries_base, &count,
+                          &key, &phy, &store_ts, &begin_ts, &begin_phy, &slot_count))
+        return NULL;
+    PyObject *result = NULL;
+    if (slots < 1 || count < 1 || entries_base < 0) {
+        PyErr_SetString(PyExc_ValueError, "hash_slot_num and count are at least 1");
+        goto done;
+    }
+    Py_ssize_t key_len;
+    const char *key_b = PyUnicode_AsUTF8AndSize(key, &key_len);
+    if (!key_b) goto done;
+    int32_t hash = (int32_t)(body_crc((const unsigned char *)key_b, key_len) & 0x7FFFFFFFu);
+    long long slot_pos = INDEX_HEADER + (long long)(hash % slots) * 4;
+    long long entry_pos;
+    if (__builtin_mul_overflow(count, (long long)INDEX_ENTRY, &entry_pos)
+        || __builtin_add_overflow(entry_pos, entries_base, &entry_pos)
+        || slot_pos + 4 > buf.len || entry_pos > (long long)buf.len - INDEX_ENTRY
+        || count > INT32_MAX - 1) {
+        PyErr_SetString(PyExc_IndexError, "index slot or entry outside the buffer");
+        goto done;
+    }
+    unsigned char *mm = buf.buf;
+    int32_t prev = get32(mm + slot_pos);
+    if (prev <= 0 || prev > count) prev = 0;
+    long long diff = 0;
+    if (begin_ts > 0) {
+        long long d = store_ts - begin_ts;
+        /* Python's // floors; C's / truncates toward zero: a negative d clamps to 0 either way */
+        diff = d < 0 ? 0 : d / 1000;
+        if (diff > INT32_MAX) diff = INT32_MAX;
+    }
+    unsigned char *e = mm + entry_pos;
+    put32(e, (uint32_t)hash);
+    put64(e + 4, (uint64_t)phy);
+    put32(e + 12, (uint32_t)diff);
+    put32(e + 16, (uint32_t)prev);
+    put32(mm + slot_pos, (uint32_t)count);
+    if (prev == 0) slot_count++;
+    put64(mm, (uint64_t)begin_ts);
+    put64(mm + 8, (uint64_t)store_ts);
+    put64(mm + 16, (uint64_t)begin_phy);
+    put64(mm + 24, (uint64_t)phy);
+    put32(mm + 32, (uint32_t)slot_count);
+    put32(mm + 36, (uint32_t)(count + 1));
+    result = PyLong_FromLongLong(slot_count);
+done:
+    PyBuffer_Release(&buf);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"write_record", write_record, METH_VARARGS,
+     "Write one stored record into a buffer; (size, offset msg id)."},
+    {"index_put", index_put, METH_VARARGS,
+     "Add one entry to a CRC-32 keyed index file's mapping; the new hash slot count."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "_put", "The store's put path in C (see _put.c).", -1, methods,
+};
+
+PyMODINIT_FUNC PyInit__put(void) { return PyModule_Create(&module); }
