@@ -17,7 +17,7 @@ Contract:
   a plain ``logging.Formatter`` prints, is ``event key=value ...``; as a dict it holds
   ``event`` and the context, and the record carries ``_logger`` / ``_name`` as
   ``structlog.stdlib.ProcessorFormatter`` expects, so a structlog formatter renders it as its
-  own event (the CLIs do, see ``aiorocketmq.server.runtime.configure_logging``).
+  own event (the CLIs do, see ``aiorocketmq.protocol.runtime.configure_logging``).
   ``exc_info`` / ``stack_info`` become the record's, so formatters print the traceback.
 * The level is checked before anything is built: a disabled call costs one
   ``Logger.isEnabledFor`` (cached by stdlib). The record points at the caller's line.

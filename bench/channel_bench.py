@@ -33,7 +33,7 @@ from aiorocketmq.bench._frames import frame_bytes, frames_where
 from aiorocketmq.protocol.channel import Channel
 from aiorocketmq.protocol.codes import RequestCode
 from aiorocketmq.protocol.command import RemotingCommand
-from aiorocketmq.server.remoting import RemotingServer
+from aiorocketmq.protocol.remoting_server import RemotingServer
 
 try:
     import uvloop

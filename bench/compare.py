@@ -272,7 +272,7 @@ def client_main(argv: Sequence[str]) -> int:
     p.add_argument("--group", default="compare_ours")
     p.add_argument("--timeout", type=float, default=600.0)
     args = p.parse_args(argv)
-    from aiorocketmq.server.runtime import configure_logging, install_uvloop
+    from aiorocketmq.protocol.runtime import configure_logging, install_uvloop
 
     configure_logging("console", "WARNING")
     install_uvloop()

@@ -42,13 +42,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from aiorocketmq.client.remoting import RemotingClient
 from aiorocketmq.protocol.bodies import KVTable
 from aiorocketmq.protocol.codes import RequestCode, ResponseCode
 from aiorocketmq.protocol.command import RemotingCommand
 from aiorocketmq.protocol.errors import RocketMQError
 from aiorocketmq.protocol.headers import SendMessageRequestHeader, SendMessageRequestHeaderV2
 from aiorocketmq.protocol.message import decode_offset_msg_id, encode_properties
+from aiorocketmq.protocol.remoting_client import RemotingClient
 
 TOPIC = "HaBench"
 SEGMENT = 256 * 1024 * 1024

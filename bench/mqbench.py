@@ -61,7 +61,7 @@ from aiorocketmq.client import (
 from aiorocketmq.protocol.codes import PullSysFlag
 from aiorocketmq.protocol.errors import MQBrokerError
 from aiorocketmq.protocol.headers import PullMessageRequestHeader
-from aiorocketmq.server.runtime import configure_logging, install_uvloop
+from aiorocketmq.protocol.runtime import configure_logging, install_uvloop
 
 __all__ = ["main", "Stats", "run_producer", "run_consumer", "run_longpoll", "EmbeddedCluster"]
 

@@ -364,7 +364,7 @@ async def _rebalance(namesrv: str, broker_addr: str, members: int, queues: int,
 
 
 def part_d(sides: Sequence[str], tmp: Path, args: argparse.Namespace) -> str:
-    from aiorocketmq.server.runtime import install_uvloop
+    from aiorocketmq.protocol.runtime import install_uvloop
 
     install_uvloop()
     rows = []
@@ -402,7 +402,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--only", default="a,b,c,d")
     p.add_argument("--servers", default=",".join(SIDES))
     args = p.parse_args(argv)
-    from aiorocketmq.server.runtime import configure_logging
+    from aiorocketmq.protocol.runtime import configure_logging
 
     configure_logging("console", "WARNING")
     sides = [x for x in args.servers.split(",") if x]

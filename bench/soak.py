@@ -89,7 +89,7 @@ from aiorocketmq.client import (
 )
 from aiorocketmq.client.admin.api import MQAdmin
 from aiorocketmq.protocol.bodies import TopicConfig
-from aiorocketmq.server.runtime import configure_logging, install_uvloop
+from aiorocketmq.protocol.runtime import configure_logging, install_uvloop
 
 __all__ = ["main", "Options", "Server", "Soak", "Window", "kind_of", "percentile",
            "tx_final_commit", "tx_local_state"]

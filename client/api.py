@@ -71,9 +71,9 @@ from aiorocketmq.protocol.headers import (
     ViewMessageRequestHeader,
 )
 from aiorocketmq.protocol.message import Message, MessageExt, decode_messages
+from aiorocketmq.protocol.remoting_client import RemotingClient
 
 from .config import ClientConfig
-from .remoting import RemotingClient
 
 __all__ = [
     "MQClientAPI",

@@ -78,10 +78,10 @@ from aiorocketmq.protocol.headers import (
     UpdateConsumerOffsetRequestHeader,
 )
 from aiorocketmq.protocol.message import MessageExt, decode_message
+from aiorocketmq.protocol.remoting_client import RemotingClient
 
 from .api import MQClientAPI
 from .config import ClientConfig
-from .remoting import RemotingClient
 
 if TYPE_CHECKING:
     from .producer import Producer

@@ -33,10 +33,9 @@ from typing import Protocol
 
 from aiorocketmq.logs import get_logger
 from aiorocketmq.protocol import fastjson
+from aiorocketmq.protocol.atomic_file import AtomicFileWriter, remove_stale_temp_files
 from aiorocketmq.protocol.bodies import MessageQueue
 from aiorocketmq.protocol.errors import MQBrokerError, MQClientError, ProtocolError
-
-from .atomic_file import AtomicFileWriter, remove_stale_temp_files
 
 __all__ = [
     "ReadOffsetType",

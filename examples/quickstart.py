@@ -25,11 +25,11 @@ from aiorocketmq.client import (
     PushConsumer,
     SelectMessageQueueByHash,
 )
+from aiorocketmq.protocol.runtime import configure_logging, install_uvloop
 from aiorocketmq.server.broker.config import load_broker_configs
 from aiorocketmq.server.broker.controller import BrokerController
 from aiorocketmq.server.namesrv.config import NamesrvConfig
 from aiorocketmq.server.namesrv.controller import NamesrvController
-from aiorocketmq.server.runtime import configure_logging, install_uvloop
 
 TOPIC = "QuickstartTopic"
 

@@ -1,4 +1,10 @@
-"""The RocketMQ remoting wire format, sans-IO (plus ``protocol.channel``, the one asyncio piece)."""
+"""The floor both the servers and the clients stand on (docs/ARCHITECTURE.md "Layers").
+
+The RocketMQ remoting wire format, sans-IO (frames, commands, headers, bodies, messages), and
+what both sides run it with: ``channel`` (one asyncio connection), the two endpoints
+``remoting_server`` and ``remoting_client`` with ``tls_acceptor``, the processes' ``runtime``,
+``atomic_file`` and ``routine``. Nothing here imports ``server`` or ``client``.
+"""
 
 if __name__ != "aiorocketmq.protocol":  # one name per module: docs/ARCHITECTURE.md
     raise ImportError(f"import aiorocketmq.protocol, not {__name__}: the top-level protocol/ is "

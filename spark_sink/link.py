@@ -50,7 +50,6 @@ from typing import TypeVar
 from aiorocketmq.client.allocate import AllocateMessageQueueAveragely, sort_cids, sort_queues
 from aiorocketmq.client.api import MQClientAPI, PullResult, PullStatus
 from aiorocketmq.client.config import ClientConfig
-from aiorocketmq.client.remoting import RemotingClient
 from aiorocketmq.client.sync import LoopThread
 from aiorocketmq.logs import get_logger
 from aiorocketmq.protocol.acl import SessionCredentials
@@ -73,6 +72,7 @@ from aiorocketmq.protocol.headers import (
     QueryConsumerOffsetRequestHeader,
     UpdateConsumerOffsetRequestHeader,
 )
+from aiorocketmq.protocol.remoting_client import RemotingClient
 
 from .offsets import DataLossError, QueueKey
 from .options import TlsOptions, client_config

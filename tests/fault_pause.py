@@ -76,7 +76,6 @@ from aiorocketmq.client import (
     SendStatus,
 )
 from aiorocketmq.client.admin.api import MQAdmin
-from aiorocketmq.client.remoting import RemotingClient
 from aiorocketmq.protocol.bodies import TopicConfig
 from aiorocketmq.protocol.codes import PullSysFlag, RequestCode, ResponseCode
 from aiorocketmq.protocol.command import RemotingCommand
@@ -88,6 +87,7 @@ from aiorocketmq.protocol.headers import (
     SendMessageRequestHeaderV2,
 )
 from aiorocketmq.protocol.message import decode_messages, encode_properties
+from aiorocketmq.protocol.remoting_client import RemotingClient
 from tests.logs import capture_logs
 
 PAUSE_SECONDS = 30.0  # how long the broker stays stopped (the issue asks for 30 s)

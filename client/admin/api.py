@@ -34,7 +34,6 @@ from typing import Any
 
 from aiorocketmq.client.api import MQClientAPI, PullResult, SendResult
 from aiorocketmq.client.config import ClientConfig
-from aiorocketmq.client.remoting import RemotingClient, parse_namesrv_addr
 from aiorocketmq.protocol.acl import RPCHook
 from aiorocketmq.protocol.bodies import (
     BrokerStatsData,
@@ -113,6 +112,7 @@ from aiorocketmq.protocol.message import (
     decode_offset_msg_id,
     uniq_id_timestamp,
 )
+from aiorocketmq.protocol.remoting_client import RemotingClient, parse_namesrv_addr
 
 __all__ = ["MQAdmin", "BrokerInfo", "MessageTrack", "RollbackStats", "DEFAULT_TIMEOUT",
            "LONG_MAX", "namesrv_addr_from_env"]

@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from aiorocketmq.protocol.errors import MQBrokerError, MQClientError, ProtocolError, RemotingError
-from aiorocketmq.server.runtime import configure_logging
+from aiorocketmq.protocol.runtime import configure_logging
 
 from . import acl as acl_admin
 from .api import MQAdmin, namesrv_addr_from_env

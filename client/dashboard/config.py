@@ -37,9 +37,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from aiorocketmq.client.remoting import parse_namesrv_addr
 from aiorocketmq.protocol.codes import MixAll
 from aiorocketmq.protocol.errors import MQClientError
+from aiorocketmq.protocol.remoting_client import parse_namesrv_addr
 
 from .auth import ROLE_ADMIN, ROLES, is_password_hash
 

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from aiorocketmq.logs import get_logger
-from aiorocketmq.server.runtime import add_common_arguments, configure_logging
+from aiorocketmq.protocol.runtime import add_common_arguments, configure_logging
 
 from .auth import hash_password
 from .config import DashboardConfig, DashboardConfigError, is_loopback, load_config_file
@@ -109,7 +109,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ImportError as exc:
         print(f"mqdashboard: {exc.name} is missing: {_dashboard_extra_hint()}", file=sys.stderr)
         return 2
-    from aiorocketmq.server.runtime import serve_until_signalled
+    from aiorocketmq.protocol.runtime import serve_until_signalled
 
     configure_logging(args.log_format, args.log_level)
     if not config.login_required and not is_loopback(config.host):

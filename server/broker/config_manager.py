@@ -27,12 +27,12 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from aiorocketmq.client.atomic_file import (
+from aiorocketmq.logs import get_logger
+from aiorocketmq.protocol.atomic_file import (
     AtomicFileWriter,
     remove_stale_temp_files,
     write_file_atomic,
 )
-from aiorocketmq.logs import get_logger
 
 __all__ = ["ConfigManager", "write_file_atomic"]
 

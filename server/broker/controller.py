@@ -62,11 +62,11 @@ from aiorocketmq.logs import get_logger
 from aiorocketmq.protocol.channel import Channel, Handler
 from aiorocketmq.protocol.codes import ResponseCode
 from aiorocketmq.protocol.command import RemotingCommand
+from aiorocketmq.protocol.remoting_server import RemotingServer
 from aiorocketmq.protocol.request_specs import broker_specs, edge_check
 from aiorocketmq.protocol.tls import TlsConfig
 from aiorocketmq.protocol.validation import guard
 from aiorocketmq.server.metrics import BrokerMetrics
-from aiorocketmq.server.remoting import RemotingServer
 from aiorocketmq.server.store.config import MessageStoreConfig
 from aiorocketmq.server.store.dledger.store import DLedgerMessageStore
 from aiorocketmq.server.store.ha import HAService

@@ -31,7 +31,7 @@ import asyncio
 from typing import TYPE_CHECKING
 
 from aiorocketmq.logs import get_logger
-from aiorocketmq.server.routine import Routine
+from aiorocketmq.protocol.routine import Routine
 from aiorocketmq.server.store.dledger.member_state import Role
 from aiorocketmq.server.store.dledger.store import DLedgerMessageStore
 

@@ -29,14 +29,14 @@ import sys
 
 from aiorocketmq.logs import get_logger
 from aiorocketmq.protocol.codes import MixAll
-from aiorocketmq.server.metrics import BrokerMetrics, add_metrics_arguments, apply_metrics_arguments
-from aiorocketmq.server.runtime import (
+from aiorocketmq.protocol.runtime import (
     add_common_arguments,
     configure_logging,
     read_properties_file,
     serve_until_signalled,
     system_properties,
 )
+from aiorocketmq.server.metrics import BrokerMetrics, add_metrics_arguments, apply_metrics_arguments
 
 from .config import load_broker_configs, unknown_broker_keys
 from .config_update import STOCK_BROKER_KEYS

@@ -38,7 +38,6 @@ import ssl
 import zlib
 from collections.abc import Awaitable, Callable
 
-from aiorocketmq.client.remoting import RemotingClient
 from aiorocketmq.logs import get_logger
 from aiorocketmq.protocol.bodies import RegisterBrokerBody, TopicConfig, TopicConfigSerializeWrapper
 from aiorocketmq.protocol.codes import Perm, RequestCode, ResponseCode
@@ -49,6 +48,7 @@ from aiorocketmq.protocol.headers import (
     RegisterBrokerResponseHeader,
     UnRegisterBrokerRequestHeader,
 )
+from aiorocketmq.protocol.remoting_client import RemotingClient
 
 from .config import BrokerConfig
 

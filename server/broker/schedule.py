@@ -47,7 +47,7 @@ from aiorocketmq.protocol.codes import MessageConst, RequestCode, ResponseCode, 
 from aiorocketmq.protocol.command import RemotingCommand
 from aiorocketmq.protocol.fastjson import dumps, loads
 from aiorocketmq.protocol.message import MessageExt, encode_properties, socket_address_to_bytes
-from aiorocketmq.server.routine import cancel_and_wait
+from aiorocketmq.protocol.routine import cancel_and_wait
 from aiorocketmq.server.store.inner import MessageExtBrokerInner, PutMessageStatus
 
 from .config_manager import ConfigManager

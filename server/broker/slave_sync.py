@@ -21,7 +21,6 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any
 
-from aiorocketmq.client.remoting import RemotingClient
 from aiorocketmq.logs import get_logger
 from aiorocketmq.protocol.bodies import (
     ConsumerOffsetSerializeWrapper,
@@ -32,7 +31,8 @@ from aiorocketmq.protocol.bodies import (
 from aiorocketmq.protocol.codes import RequestCode, ResponseCode
 from aiorocketmq.protocol.command import RemotingCommand
 from aiorocketmq.protocol.errors import RocketMQError
-from aiorocketmq.server.routine import Routine
+from aiorocketmq.protocol.remoting_client import RemotingClient
+from aiorocketmq.protocol.routine import Routine
 
 from .schedule import decode_delay_offsets
 

@@ -70,7 +70,7 @@ from aiorocketmq.protocol.message import (
     encode_properties,
     socket_address_to_bytes,
 )
-from aiorocketmq.server.routine import Routine
+from aiorocketmq.protocol.routine import Routine
 from aiorocketmq.server.store.inner import MessageExtBrokerInner, PutMessageResult, PutMessageStatus
 
 if TYPE_CHECKING:

@@ -25,12 +25,12 @@ import asyncio
 import time
 from pathlib import Path
 
-from aiorocketmq.client.atomic_file import remove_stale_temp_files
 from aiorocketmq.logs import get_logger
+from aiorocketmq.protocol.atomic_file import remove_stale_temp_files
 from aiorocketmq.protocol.channel import Channel
+from aiorocketmq.protocol.remoting_server import RemotingServer
 from aiorocketmq.protocol.tls import TlsConfig
 from aiorocketmq.server.metrics import NamesrvMetrics
-from aiorocketmq.server.remoting import RemotingServer
 
 from .config import NamesrvConfig
 from .kv_config import KVConfigManager

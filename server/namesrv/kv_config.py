@@ -28,8 +28,8 @@ import json
 import os
 from pathlib import Path
 
-from aiorocketmq.client.atomic_file import AtomicFileWriter, remove_stale_temp_files
 from aiorocketmq.logs import get_logger
+from aiorocketmq.protocol.atomic_file import AtomicFileWriter, remove_stale_temp_files
 from aiorocketmq.protocol.validation import text_problem
 
 __all__ = ["KVConfigManager", "KVConfigLoadError"]

@@ -35,16 +35,16 @@ from pathlib import Path
 
 from aiorocketmq.logs import get_logger
 from aiorocketmq.protocol.codes import SerializeType
-from aiorocketmq.protocol.tls import TlsConfig
-from aiorocketmq.server.metrics import NamesrvMetrics, add_metrics_arguments, metrics_options
-from aiorocketmq.server.metrics.service import METRICS_PORT_KEY, SLOW_REQUEST_KEY
-from aiorocketmq.server.runtime import (
+from aiorocketmq.protocol.runtime import (
     add_common_arguments,
     configure_logging,
     read_properties_file,
     serve_until_signalled,
     system_properties,
 )
+from aiorocketmq.protocol.tls import TlsConfig
+from aiorocketmq.server.metrics import NamesrvMetrics, add_metrics_arguments, metrics_options
+from aiorocketmq.server.metrics.service import METRICS_PORT_KEY, SLOW_REQUEST_KEY
 
 from .config import ConfigError, NamesrvConfig, config_key_report
 from .controller import NamesrvController

@@ -39,8 +39,8 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeAlias
 
-from aiorocketmq.client.atomic_file import AtomicFileWriter
 from aiorocketmq.logs import get_logger
+from aiorocketmq.protocol.atomic_file import AtomicFileWriter
 from aiorocketmq.protocol.bodies import (
     DataVersion,
     KVTable,

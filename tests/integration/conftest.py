@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from aiorocketmq.client.remoting import RemotingClient
+from aiorocketmq.protocol.remoting_client import RemotingClient
 from tests.procs import ServerProcess, broker_process, namesrv_process
 
 

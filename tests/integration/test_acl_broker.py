@@ -81,7 +81,7 @@ async def _create_topic(ns: ServerProcess, br: ServerProcess, topic: str) -> Non
 
 async def _raw(br: ServerProcess, request: RemotingCommand,
                hook: AclClientRPCHook | None = None) -> RemotingCommand:
-    from aiorocketmq.client.remoting import RemotingClient
+    from aiorocketmq.protocol.remoting_client import RemotingClient
 
     async with RemotingClient(rpc_hook=hook) as client:
         return await client.invoke(br.address, request, 5.0)

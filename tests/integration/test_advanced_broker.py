@@ -16,7 +16,6 @@ from pathlib import Path
 
 import pytest
 
-from aiorocketmq.client.remoting import RemotingClient
 from aiorocketmq.protocol.bodies import (
     HeartbeatData,
     LockBatchRequestBody,
@@ -46,6 +45,7 @@ from aiorocketmq.protocol.message import (
     decode_properties,
     encode_properties,
 )
+from aiorocketmq.protocol.remoting_client import RemotingClient
 from tests.integration.test_broker_send_pull import TIMEOUT, pull, pull_header
 from tests.procs import ServerProcess, broker_process
 from tests.vectors import frame

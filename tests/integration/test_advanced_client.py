@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pytest
 
-from aiorocketmq.client.remoting import RemotingClient
 from aiorocketmq.client.request_reply import (
     RequestProducer,
     RequestTimeoutError,
@@ -23,6 +22,7 @@ from aiorocketmq.client.request_reply import (
 from aiorocketmq.client.transaction_producer import LocalTransactionState, TransactionProducer
 from aiorocketmq.protocol.codes import MessageSysFlag
 from aiorocketmq.protocol.message import Message, MessageExt
+from aiorocketmq.protocol.remoting_client import RemotingClient
 from tests.integration.test_advanced_broker import next_messages, read_all, start_broker
 from tests.procs import ServerProcess
 

@@ -40,12 +40,12 @@ from aiorocketmq.client import (
     SelectMessageQueueByHash,
     TransactionProducer,
 )
-from aiorocketmq.client.remoting import RemotingClient
 from aiorocketmq.protocol.bodies import LockBatchRequestBody, LockBatchResponseBody
 from aiorocketmq.protocol.codes import MixAll, RequestCode, ResponseCode
 from aiorocketmq.protocol.command import RemotingCommand
 from aiorocketmq.protocol.errors import MQBrokerError, MQClientError
 from aiorocketmq.protocol.headers import ViewBrokerStatsDataRequestHeader
+from aiorocketmq.protocol.remoting_client import RemotingClient
 from tests.integration.test_advanced_broker import start_broker
 from tests.integration.test_client_produce_consume import wait_for
 from tests.procs import ServerProcess

@@ -13,7 +13,6 @@ import time
 
 import pytest
 
-from aiorocketmq.client.remoting import RemotingClient
 from aiorocketmq.protocol.bodies import (
     ConsumerData,
     ConsumerListBody,
@@ -39,6 +38,7 @@ from aiorocketmq.protocol.headers import (
     ViewMessageRequestHeader,
 )
 from aiorocketmq.protocol.message import decode_messages, decode_offset_msg_id
+from aiorocketmq.protocol.remoting_client import RemotingClient
 from tests.integration.test_broker_send_pull import (
     TIMEOUT,
     pull,

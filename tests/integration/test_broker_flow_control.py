@@ -33,7 +33,6 @@ from pathlib import Path
 import pytest
 
 from aiorocketmq.client.producer import Producer
-from aiorocketmq.client.remoting import RemotingClient
 from aiorocketmq.protocol.bodies import KVTable
 from aiorocketmq.protocol.channel import Channel
 from aiorocketmq.protocol.codes import RequestCode, ResponseCode
@@ -41,6 +40,7 @@ from aiorocketmq.protocol.command import RemotingCommand
 from aiorocketmq.protocol.errors import SystemBusyError
 from aiorocketmq.protocol.headers import SendMessageRequestHeader, SendMessageRequestHeaderV2
 from aiorocketmq.protocol.message import Message, decode_messages, encode_properties
+from aiorocketmq.protocol.remoting_client import RemotingClient
 from tests.integration.test_broker_send_pull import TIMEOUT, pull, pull_header, wait_for_route
 from tests.procs import ServerProcess, broker_process
 

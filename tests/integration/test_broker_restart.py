@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from aiorocketmq.client.remoting import RemotingClient
 from aiorocketmq.protocol.codes import RequestCode, ResponseCode
 from aiorocketmq.protocol.command import RemotingCommand
 from aiorocketmq.protocol.errors import RocketMQError
@@ -22,6 +21,7 @@ from aiorocketmq.protocol.headers import (
     UpdateConsumerOffsetRequestHeader,
 )
 from aiorocketmq.protocol.message import decode_messages
+from aiorocketmq.protocol.remoting_client import RemotingClient
 from tests.integration.test_broker_send_pull import TIMEOUT, pull, pull_header, send
 from tests.procs import ServerProcess, broker_process
 

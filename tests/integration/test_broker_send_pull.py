@@ -14,7 +14,6 @@ from typing import Any
 
 import pytest
 
-from aiorocketmq.client.remoting import RemotingClient
 from aiorocketmq.protocol.bodies import TopicRouteData
 from aiorocketmq.protocol.codes import PullSysFlag, RequestCode, ResponseCode, SerializeType
 from aiorocketmq.protocol.command import RemotingCommand
@@ -35,6 +34,7 @@ from aiorocketmq.protocol.message import (
     encode_properties,
     socket_address_to_bytes,
 )
+from aiorocketmq.protocol.remoting_client import RemotingClient
 from tests.procs import ServerProcess
 
 pytestmark = pytest.mark.timeout(120)

@@ -20,7 +20,6 @@ from pathlib import Path
 
 import pytest
 
-from aiorocketmq.client.remoting import RemotingClient
 from aiorocketmq.protocol.bodies import (
     CheckClientRequestBody,
     ConsumerData,
@@ -32,6 +31,7 @@ from aiorocketmq.protocol.codes import PullSysFlag, RequestCode, ResponseCode
 from aiorocketmq.protocol.command import RemotingCommand
 from aiorocketmq.protocol.headers import PullMessageRequestHeader
 from aiorocketmq.protocol.message import decode_messages
+from aiorocketmq.protocol.remoting_client import RemotingClient
 from tests.integration.test_broker_send_pull import pull_header, send
 from tests.procs import ServerProcess, namesrv_and_broker
 

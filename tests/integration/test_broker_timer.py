@@ -22,7 +22,6 @@ from pathlib import Path
 import pytest
 
 from aiorocketmq.client import Message, Producer, SendStatus
-from aiorocketmq.client.remoting import RemotingClient
 from aiorocketmq.protocol.bodies import MessageQueue
 from aiorocketmq.protocol.codes import PullSysFlag, RequestCode, ResponseCode
 from aiorocketmq.protocol.command import RemotingCommand
@@ -34,6 +33,7 @@ from aiorocketmq.protocol.message import (
     decode_messages,
     decode_offset_msg_id,
 )
+from aiorocketmq.protocol.remoting_client import RemotingClient
 from tests.integration.test_broker_send_pull import TIMEOUT, pull, pull_header, send, wait_for_route
 from tests.procs import ServerProcess, broker_process
 

@@ -17,11 +17,11 @@ import pytest
 
 from aiorocketmq.client import ClientConfig, Message, Producer
 from aiorocketmq.client.admin.api import MQAdmin
-from aiorocketmq.client.remoting import RemotingClient
 from aiorocketmq.protocol.bodies import TopicConfig
 from aiorocketmq.protocol.codes import ResponseCode
 from aiorocketmq.protocol.errors import RocketMQError
 from aiorocketmq.protocol.message import MessageExt, decode_messages
+from aiorocketmq.protocol.remoting_client import RemotingClient
 from tests.integration.test_broker_send_pull import pull, pull_header
 from tests.integration.test_dledger import (
     Factory,

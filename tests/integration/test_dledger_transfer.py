@@ -21,9 +21,9 @@ import pytest
 from aiorocketmq.client import ClientConfig, Message, Producer
 from aiorocketmq.client.admin import cli
 from aiorocketmq.client.admin.api import MQAdmin
-from aiorocketmq.client.remoting import RemotingClient
 from aiorocketmq.protocol.bodies import TopicConfig
 from aiorocketmq.protocol.errors import RocketMQError
+from aiorocketmq.protocol.remoting_client import RemotingClient
 from tests.integration.test_dledger import (
     GROUP,
     QUEUES,

@@ -52,7 +52,6 @@ from aiorocketmq.client import (
     Producer,
     PushConsumer,
 )
-from aiorocketmq.client.remoting import RemotingClient
 from aiorocketmq.protocol.bodies import (
     KVTable,
     RegisterBrokerBody,
@@ -64,6 +63,7 @@ from aiorocketmq.protocol.command import RemotingCommand
 from aiorocketmq.protocol.errors import RemotingError
 from aiorocketmq.protocol.headers import RegisterBrokerRequestHeader
 from aiorocketmq.protocol.message import decode_message, decode_messages, decode_offset_msg_id
+from aiorocketmq.protocol.remoting_client import RemotingClient
 from tests.faultproxy import ThreadedFaultProxy
 from tests.integration.test_broker_send_pull import pull, pull_header, route, send
 from tests.interop.stock import free_port

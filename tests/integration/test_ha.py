@@ -17,11 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from aiorocketmq.client.remoting import RemotingClient
 from aiorocketmq.protocol.bodies import KVTable
 from aiorocketmq.protocol.codes import RequestCode, ResponseCode
 from aiorocketmq.protocol.command import RemotingCommand
 from aiorocketmq.protocol.message import Message, decode_messages, encode_batch
+from aiorocketmq.protocol.remoting_client import RemotingClient
 from tests.integration.test_broker_send_pull import TIMEOUT, pull, pull_header, send
 from tests.integration.test_metrics import matching, metrics_address, sample, scrape
 from tests.procs import ServerProcess, broker_process

@@ -25,10 +25,10 @@ from aiorocketmq.client import (
     PullConsumer,
     PushConsumer,
 )
-from aiorocketmq.client.remoting import RemotingClient
 from aiorocketmq.protocol.codes import ResponseCode
 from aiorocketmq.protocol.errors import RocketMQError
 from aiorocketmq.protocol.message import decode_messages
+from aiorocketmq.protocol.remoting_client import RemotingClient
 from aiorocketmq.spark_sink.link import RocketMQLink
 from tests.integration.test_broker_send_pull import pull, pull_header, send
 from tests.integration.test_ha import GROUP, ha_conf, send_until_ok

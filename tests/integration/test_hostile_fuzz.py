@@ -19,11 +19,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from aiorocketmq.client.remoting import RemotingClient
 from aiorocketmq.protocol import fastjson
 from aiorocketmq.protocol.codes import RequestCode, ResponseCode
 from aiorocketmq.protocol.command import RemotingCommand
 from aiorocketmq.protocol.message import decode_messages
+from aiorocketmq.protocol.remoting_client import RemotingClient
 from aiorocketmq.protocol.request_specs import REQUEST_HEADERS
 from tests.hostile import connect_sync, invoke_sync
 from tests.integration.test_broker_send_pull import TIMEOUT, pull_request, send

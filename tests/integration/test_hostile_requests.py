@@ -16,7 +16,6 @@ from pathlib import Path
 
 import pytest
 
-from aiorocketmq.client.remoting import RemotingClient
 from aiorocketmq.protocol import fastjson
 from aiorocketmq.protocol.bodies import TopicRouteData
 from aiorocketmq.protocol.codes import RequestCode, ResponseCode
@@ -29,6 +28,7 @@ from aiorocketmq.protocol.headers import (
     QueryConsumerOffsetRequestHeader,
     UpdateConsumerOffsetRequestHeader,
 )
+from aiorocketmq.protocol.remoting_client import RemotingClient
 from tests.hostile import raw_invoke
 from tests.integration.test_broker_send_pull import TIMEOUT, send
 from tests.procs import ServerProcess, broker_process, namesrv_process

@@ -22,7 +22,6 @@ from pathlib import Path
 import pytest
 
 from aiorocketmq.client.admin.api import MQAdmin
-from aiorocketmq.client.remoting import RemotingClient
 from aiorocketmq.protocol.bodies import (
     ConsumerData,
     ConsumerRunningInfo,
@@ -46,7 +45,8 @@ from aiorocketmq.protocol.headers import (
     GetTopicStatsInfoRequestHeader,
     UpdateConsumerOffsetRequestHeader,
 )
-from aiorocketmq.server.remoting import RemotingServer
+from aiorocketmq.protocol.remoting_client import RemotingClient
+from aiorocketmq.protocol.remoting_server import RemotingServer
 from tests.procs import ServerProcess, broker_process, namesrv_process
 from tests.vectors import body_bytes, frame
 

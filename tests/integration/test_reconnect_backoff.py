@@ -30,11 +30,11 @@ from pathlib import Path
 
 import pytest
 
-from aiorocketmq.client.remoting import RemotingClient
 from aiorocketmq.protocol.codes import RequestCode, ResponseCode
 from aiorocketmq.protocol.command import RemotingCommand
 from aiorocketmq.protocol.errors import RemotingConnectError, RemotingError
-from aiorocketmq.server.remoting import RemotingServer
+from aiorocketmq.protocol.remoting_client import RemotingClient
+from aiorocketmq.protocol.remoting_server import RemotingServer
 from tests.integration.test_broker_send_pull import send
 from tests.integration.test_ha import ha_conf, send_until_ok, wait_caught_up
 from tests.procs import ServerProcess, broker_process

@@ -1,5 +1,5 @@
 """TLS on our servers (tls.server.mode, upstream's -D properties; protocol/tls.py,
-server/tls_acceptor.py): enforcing refuses plain clients and serves TLS ones, permissive
+protocol/tls_acceptor.py): enforcing refuses plain clients and serves TLS ones, permissive
 serves both on one port, our client verifies the server against a CA when asked. The
 certificates are made here (a CA and a server certificate signed by it)."""
 
@@ -16,10 +16,10 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from aiorocketmq.client import ClientConfig, Message, Producer, SendStatus
-from aiorocketmq.client.remoting import RemotingClient
 from aiorocketmq.protocol.codes import RequestCode, ResponseCode
 from aiorocketmq.protocol.command import RemotingCommand
 from aiorocketmq.protocol.errors import RemotingError
+from aiorocketmq.protocol.remoting_client import RemotingClient
 from aiorocketmq.protocol.tls import client_ssl_context
 from tests.procs import ServerProcess, broker_process, namesrv_process
 

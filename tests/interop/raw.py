@@ -1,6 +1,6 @@
 """Our own protocol stack, used by the interop tests to set up and to check what ali-ons did.
 
-``RawBroker`` wraps ``client.remoting.RemotingClient`` + ``client.api.MQClientAPI`` (typed
+``RawBroker`` wraps ``protocol.remoting_client.RemotingClient`` + ``client.api.MQClientAPI`` (typed
 requests from ``protocol.headers``) and talks to one broker and its nameserver directly:
 
 * ``create_topic``: UPDATE_AND_CREATE_TOPIC (17) to the broker; ali-ons never auto-creates
@@ -21,7 +21,6 @@ import time
 
 from aiorocketmq.client.api import MQClientAPI, PullStatus, SendResult
 from aiorocketmq.client.config import ClientConfig
-from aiorocketmq.client.remoting import RemotingClient
 from aiorocketmq.protocol.bodies import MessageQueue, TopicRouteData
 from aiorocketmq.protocol.codes import MessageConst, Perm, PullSysFlag, RequestCode, ResponseCode
 from aiorocketmq.protocol.command import RemotingCommand
@@ -33,6 +32,7 @@ from aiorocketmq.protocol.headers import (
     SendMessageRequestHeaderV2,
 )
 from aiorocketmq.protocol.message import Message, MessageExt, create_uniq_id, encode_properties
+from aiorocketmq.protocol.remoting_client import RemotingClient
 
 TIMEOUT = 5.0
 

@@ -21,11 +21,11 @@ import pytest
 import yaml
 
 from aiorocketmq.client import ClientConfig, ConsumeFromWhere, Message, Producer, PushConsumer
-from aiorocketmq.client.remoting import RemotingClient
 from aiorocketmq.protocol.acl import AclClientRPCHook, SessionCredentials
 from aiorocketmq.protocol.bodies import ConsumerData, HeartbeatData, SubscriptionData
 from aiorocketmq.protocol.codes import RequestCode, ResponseCode
 from aiorocketmq.protocol.command import RemotingCommand
+from aiorocketmq.protocol.remoting_client import RemotingClient
 from tests.interop.stock import DriverProcess, JavaServer, rocketmq_home
 from tests.procs import ServerProcess, broker_process, namesrv_process
 

@@ -28,10 +28,10 @@ import pytest
 
 from aiorocketmq.client import ClientConfig, Message, Producer
 from aiorocketmq.client.admin.api import MQAdmin
-from aiorocketmq.client.remoting import RemotingClient
 from aiorocketmq.protocol.bodies import MessageQueue, TopicConfig
 from aiorocketmq.protocol.errors import RocketMQError
 from aiorocketmq.protocol.message import decode_offset_msg_id
+from aiorocketmq.protocol.remoting_client import RemotingClient
 from tests.integration.test_dledger import (
     GROUP,
     QUEUES,

@@ -33,7 +33,7 @@ from pathlib import Path
 
 import pytest
 
-from aiorocketmq.client.remoting import RemotingClient
+from aiorocketmq.protocol.remoting_client import RemotingClient
 from tests.faultproxy import ThreadedFaultProxy
 from tests.integration.test_faults_network import (
     BH_TOPIC,

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from aiorocketmq.client.remoting import RemotingClient
+from aiorocketmq.protocol.remoting_client import RemotingClient
 from tests.integration.test_broker_flow_control import (
     burst,
     check_answers,

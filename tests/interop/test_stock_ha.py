@@ -24,10 +24,10 @@ from typing import Any
 
 import pytest
 
-from aiorocketmq.client.remoting import RemotingClient
 from aiorocketmq.protocol.bodies import SubscriptionGroupConfig, TopicConfigSerializeWrapper
 from aiorocketmq.protocol.codes import RequestCode, ResponseCode
 from aiorocketmq.protocol.command import RemotingCommand
+from aiorocketmq.protocol.remoting_client import RemotingClient
 from tests.integration.test_broker_send_pull import TIMEOUT, send
 from tests.integration.test_ha import max_phy
 from tests.interop.stock import DriverProcess, JavaServer, free_port, message_key

@@ -23,10 +23,10 @@ import pytest
 
 from aiorocketmq.client import ClientConfig, ConsumeFromWhere, MessageExt, Producer, PushConsumer
 from aiorocketmq.client.push_consumer import ConsumeConcurrentlyStatus
-from aiorocketmq.client.remoting import RemotingClient
 from aiorocketmq.protocol.bodies import TopicRouteData
 from aiorocketmq.protocol.codes import RequestCode, ResponseCode
 from aiorocketmq.protocol.command import RemotingCommand
+from aiorocketmq.protocol.remoting_client import RemotingClient
 from tests.interop import stock
 from tests.interop.checks import (
     FAST_BROKER_CONF,

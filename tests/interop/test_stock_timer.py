@@ -27,10 +27,10 @@ from typing import Any
 
 import pytest
 
-from aiorocketmq.client.remoting import RemotingClient
 from aiorocketmq.protocol.codes import ResponseCode
 from aiorocketmq.protocol.headers import SendMessageResponseHeader
 from aiorocketmq.protocol.message import MessageExt
+from aiorocketmq.protocol.remoting_client import RemotingClient
 from tests.integration.test_broker_send_pull import route, send
 from tests.integration.test_broker_timer import (
     assert_never_early,

@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from aiorocketmq.protocol.channel import Channel
-from aiorocketmq.server.remoting import RemotingServer
+from aiorocketmq.protocol.remoting_server import RemotingServer
 
 
 @pytest.fixture

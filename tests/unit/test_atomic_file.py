@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from aiorocketmq.client.atomic_file import (
+from aiorocketmq.protocol.atomic_file import (
     AtomicFileWriter,
     remove_stale_temp_files,
     write_file_atomic,

@@ -17,7 +17,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from aiorocketmq.client.remoting import RemotingClient, parse_namesrv_addr
 from aiorocketmq.protocol.channel import Channel, Permits, ResponseFuture
 from aiorocketmq.protocol.codes import RequestCode, ResponseCode, SerializeType
 from aiorocketmq.protocol.command import RemotingCommand
@@ -30,7 +29,8 @@ from aiorocketmq.protocol.errors import (
     RemotingTooMuchRequestError,
 )
 from aiorocketmq.protocol.frame import FrameDecoder
-from aiorocketmq.server.remoting import RemotingServer
+from aiorocketmq.protocol.remoting_client import RemotingClient, parse_namesrv_addr
+from aiorocketmq.protocol.remoting_server import RemotingServer
 from tests.logs import capture_logs
 
 pytestmark = pytest.mark.timeout(30)

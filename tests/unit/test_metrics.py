@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from aiorocketmq.protocol.channel import Channel
 from aiorocketmq.protocol.codes import RequestCode, ResponseCode
 from aiorocketmq.protocol.command import RemotingCommand
+from aiorocketmq.protocol.remoting_server import RemotingServer
 from aiorocketmq.server.metrics import (
     CONTENT_TYPE,
     OTHER,
@@ -42,7 +43,6 @@ from aiorocketmq.server.metrics.exporter import (
     split_tps,
 )
 from aiorocketmq.server.metrics.registry import format_value
-from aiorocketmq.server.remoting import RemotingServer
 from tests.logs import capture_logs
 
 pytestmark = pytest.mark.timeout(30)

@@ -16,7 +16,7 @@ from aiorocketmq.protocol.channel import Channel
 from aiorocketmq.protocol.codes import ResponseCode
 from aiorocketmq.protocol.command import RemotingCommand
 from aiorocketmq.protocol.errors import ConnectionClosedError, RemotingConnectError
-from aiorocketmq.server.remoting import RemotingServer
+from aiorocketmq.protocol.remoting_server import RemotingServer
 
 pytestmark = pytest.mark.timeout(30)
 

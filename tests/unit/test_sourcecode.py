@@ -119,3 +119,50 @@ def test_cited_sections_exist() -> None:
                         problems.append(f"{name}:{_line(text, m.start())}: {doc} has no "
                                         f"section {number} (cited as {m.group(0).strip()!r})")
     assert not problems, "\n".join(problems)
+
+
+# Which top-level parts each part may import (docs/ARCHITECTURE.md "Layers"): protocol/ is the
+# floor, server/ and client/ stand on it side by side, spark_sink/ uses the client.
+_MAY_IMPORT = {
+    "protocol": {"protocol"},
+    "server": {"protocol", "server"},
+    "client": {"protocol", "client"},
+    "spark_sink": {"protocol", "client", "spark_sink"},
+}
+
+
+def _imported_parts(path: Path, part: str) -> Iterator[tuple[int, str]]:
+    """(line, top-level part) of every aiorocketmq import in one module, relative ones too."""
+    import ast
+
+    tree = ast.parse(path.read_text(), str(path))
+    depth_of_file = len(path.relative_to(ROOT / part).parts) - 1  # folders below the part
+    for node in ast.walk(tree):
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                up = node.level - 1
+                if up > depth_of_file:  # climbs out of the part: aiorocketmq.<module>
+                    names = [f"aiorocketmq.{node.module or ''}"]
+                else:
+                    names = [f"aiorocketmq.{part}"]
+            elif node.module:
+                names = [node.module]
+        for name in names:
+            bits = name.split(".")
+            if bits[0] == "aiorocketmq" and len(bits) > 1 and bits[1] in _MAY_IMPORT:
+                yield node.lineno, bits[1]
+            elif bits[0] in _MAY_IMPORT and bits[0] != part and not name.startswith("pyspark"):
+                yield node.lineno, bits[0]
+
+
+def test_layers_point_one_way() -> None:
+    wrong = []
+    for part, allowed in _MAY_IMPORT.items():
+        for path in sorted((ROOT / part).rglob("*.py")):
+            for line, target in _imported_parts(path, part):
+                if target not in allowed:
+                    wrong.append(f"{path.relative_to(ROOT)}:{line} imports {target}/")
+    assert not wrong, "imports that point up or across the layers:\n" + "\n".join(wrong)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 
 from aiorocketmq.logs import get_logger
-from aiorocketmq.server.routine import Routine
+from aiorocketmq.protocol.routine import Routine
 
 from .plain_permission import PlainPermissionManager
 

@@ -49,8 +49,8 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from aiorocketmq.client.atomic_file import AtomicFileWriter
 from aiorocketmq.logs import get_logger
+from aiorocketmq.protocol.atomic_file import AtomicFileWriter
 from aiorocketmq.protocol.bodies import (
     BrokerStatsData,
     BrokerStatsItem,
@@ -81,7 +81,7 @@ from aiorocketmq.protocol.headers import (
     ViewBrokerStatsDataRequestHeader,
 )
 from aiorocketmq.protocol.javautil import java_concurrent_hashmap_order, java_hashmap_order
-from aiorocketmq.server.runtime import read_properties_file
+from aiorocketmq.protocol.runtime import read_properties_file
 from aiorocketmq.server.store.consume_queue import CQ_STORE_UNIT_SIZE, CQ_UNIT
 
 from ..config import store_config_to_properties, unknown_broker_keys

@@ -24,8 +24,8 @@ import enum
 import os
 from pathlib import Path
 
-from aiorocketmq.client.atomic_file import write_file_atomic
 from aiorocketmq.logs import get_logger
+from aiorocketmq.protocol.atomic_file import write_file_atomic
 from aiorocketmq.protocol.bodies import string_to_properties
 from aiorocketmq.protocol.errors import ProtocolError
 

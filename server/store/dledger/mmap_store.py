@@ -38,8 +38,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from aiorocketmq.client.atomic_file import write_file_atomic
 from aiorocketmq.logs import get_logger
+from aiorocketmq.protocol.atomic_file import write_file_atomic
 from aiorocketmq.server.store.mapped_file import MappedFile, MappedFileQueue
 
 from .entry import (

@@ -40,13 +40,13 @@ import functools
 import time
 from collections.abc import Callable
 
-from aiorocketmq.client.remoting import RemotingClient
 from aiorocketmq.logs import get_logger
 from aiorocketmq.protocol.channel import Channel
 from aiorocketmq.protocol.command import RemotingCommand
 from aiorocketmq.protocol.errors import RemotingTimeoutError, RocketMQError
-from aiorocketmq.server.remoting import RemotingServer
-from aiorocketmq.server.routine import cancel_and_wait
+from aiorocketmq.protocol.remoting_client import RemotingClient
+from aiorocketmq.protocol.remoting_server import RemotingServer
+from aiorocketmq.protocol.routine import cancel_and_wait
 
 from .core import MakeBody, RaftNode
 from .entry import DLedgerEntry

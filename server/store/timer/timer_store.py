@@ -90,7 +90,7 @@ from aiorocketmq.logs import get_logger
 from aiorocketmq.protocol.codes import MessageConst, MessageSysFlag, ResponseCode, SystemTopic
 from aiorocketmq.protocol.javautil import java_string_hash
 from aiorocketmq.protocol.message import MessageExt, encode_properties, socket_address_to_bytes
-from aiorocketmq.server.routine import cancel_and_wait
+from aiorocketmq.protocol.routine import cancel_and_wait
 
 from ..inner import MessageExtBrokerInner, PutMessageResult, PutMessageStatus
 from .checkpoint import INFLIGHT_EXPIRED, INFLIGHT_NONE, INFLIGHT_UNIT, TimerCheckpoint

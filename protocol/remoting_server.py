@@ -30,7 +30,7 @@ send path reads as the start of a request's wait (upstream's time in the send qu
 ``request_hook`` (optional, upstream server ``RPCHook``) runs before every request's
 handler on connections accepted after it is set; the broker's ACL check is one
 (server/broker/acl/). With an ``ssl_context`` and ``tls_mode`` permissive or enforcing the
-listening socket is a ``TlsSniffingAcceptor`` (server/tls_acceptor.py: upstream's
+listening socket is a ``TlsSniffingAcceptor`` (protocol/tls_acceptor.py: upstream's
 ``HandshakeHandler``, TLS and plain on one port) instead of asyncio's server.
 """
 

@@ -39,7 +39,7 @@ from aiorocketmq.logs import get_logger
 
 __all__ = ["write_file_atomic", "AtomicFileWriter", "remove_stale_temp_files"]
 
-log = get_logger("aiorocketmq.client.atomic_file")
+log = get_logger("aiorocketmq.protocol.atomic_file")
 
 _in_flight: set[str] = set()  # temp files this process is writing right now
 _in_flight_lock = threading.Lock()
