@@ -7,7 +7,8 @@ Starts a nameserver and a broker on 127.0.0.1 (or uses ``--name-server``), produ
 ``--messages`` bodies of ``--body-size`` bytes with the client's Producer (batch sends),
 then times ``spark.read.format(...).load().write.format("noop")`` for both sources on a
 ``local[2]`` session, twice each, alternating, and ``df.write.format("rocketmq")`` of as
-many rows (``async=true``; ``--sink-messages 0`` skips it). Prints one line per run and
+many rows (``async=true``; ``--sink-messages 0`` skips it) beside our Producer's batch sends,
+``--runs`` times each, alternating. Prints one line per run and
 the source's share of the in-memory source's rows/s (median of the runs' ratios, and best
 runs). Each run also prints the CPU seconds it took in the broker (when the bench started
 it), the Spark JVM and its Python workers: on a shared two-core machine the wall-clock
@@ -249,13 +250,25 @@ def main(argv: list[str] | None = None) -> int:
               f"source (median of {args.runs} runs' ratios; best runs: "
               f"{100 * max(rates['rocketmq']) / max(rates['memory']):.1f}%)")
         sink_n = args.messages if args.sink_messages is None else args.sink_messages
-        if sink_n:
+        sink_rates: list[float] = []
+        for run in range(args.runs if sink_n else 0):
+            before = meter.sample()
             secs = _time_sink(spark, name_server, args.topic + "Sink", sink_n, args.body_size)
-            print(f"rocketmq sink   : {sink_n:>9} rows in {secs:6.2f} s = "
-                  f"{sink_n / secs:>10,.0f} rows/s (async=true)")
+            sink_rates.append(sink_n / secs)
+            print(f"run {run} rocketmq sink : {sink_n:>9} rows in {secs:6.2f} s = "
+                  f"{sink_n / secs:>10,.0f} rows/s (async=true; CPU s: "
+                  f"{meter.text(before, meter.sample())})", flush=True)
+            before = meter.sample()
+            cpu0 = time.process_time()
             secs = _produce(name_server, args.topic + "Sink", sink_n, args.body_size, 128)
-            print(f"Producer batch  : {sink_n:>9} msgs in {secs:6.2f} s = "
-                  f"{sink_n / secs:>10,.0f} msg/s (send(list of 128))")
+            print(f"run {run} Producer batch: {sink_n:>9} msgs in {secs:6.2f} s = "
+                  f"{sink_n / secs:>10,.0f} msg/s (send(list of 128); CPU s: producer "
+                  f"{time.process_time() - cpu0:.2f}, {meter.text(before, meter.sample())})",
+                  flush=True)
+            sink_rates[-1] /= sink_n / secs
+        if sink_rates:
+            print(f"rocketmq sink at {statistics.median(sink_rates):.2f}x our Producer's batch "
+                  f"sends (median of {len(sink_rates)} runs' ratios)")
         spark.stop()
     finally:
         for proc in reversed(procs):
