@@ -83,11 +83,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from aiorocketmq.logs import get_logger
-
-from .entry import DLedgerEntry, same_entry
-from .log import LogError, RaftLog
-from .member_state import MemberState, Role
-from .protocol import (
+from aiorocketmq.protocol.dledger.entry import DLedgerEntry, same_entry
+from aiorocketmq.protocol.dledger.wire import (
     DLedgerResponseCode,
     HeartBeatRequest,
     HeartBeatResponse,
@@ -101,6 +98,9 @@ from .protocol import (
     VoteResponse,
     VoteResult,
 )
+
+from .log import LogError, RaftLog
+from .member_state import MemberState, Role
 
 __all__ = ["RaftNode", "Timing", "RaftStats", "RaftError", "NotLeaderError", "PendingFullError",
            "TransferringError", "MakeBody", "NoopFactory", "TransferListener"]
@@ -714,12 +714,15 @@ class RaftNode:
         ignores such an answer while a quorum answers, and a member whose term ran ahead
         while its log fell behind could then never rejoin: its votes are refused for the
         log, the leader's heartbeats by it for the term.)"""
-        # During a transfer the larger term is most likely the transferee standing: give it
-        # a vote wait to win instead of competing at once.
+        # During a transfer the larger term is most likely the transferee standing: let it
+        # win first. A stock transferee waits a normal vote interval (up to
+        # max_vote_interval_ms) before asking, so this one waits longer than that.
         transferring = self.transferee is not None
         self._to_candidate(term, "a heartbeat answered with a larger term")
         self._parse = _Parse.WAIT_TO_VOTE_NEXT
-        self._next_vote_at = self._now + self._vote_wait() if transferring else float("-inf")
+        t = self.timing
+        self._next_vote_at = (self._now + 2 * t.max_vote_interval_ms + self._vote_wait()
+                              if transferring else float("-inf"))
 
     # ------------------------------------------------------------------ leader: appends
 
