@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from aiorocketmq.server.store.dledger.entry import BODY_OFFSET, DLedgerEntry, next_entry_pos
+from aiorocketmq.protocol.dledger.entry import BODY_OFFSET, DLedgerEntry, next_entry_pos
 from aiorocketmq.server.store.dledger.member_state import MemberState
 from aiorocketmq.server.store.dledger.mmap_store import DLedgerMmapFileStore
 from tests.interop.stock import JVM_BASE, JavaEnv

@@ -28,11 +28,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from aiorocketmq.server.store.dledger.core import RaftError, RaftNode, Timing
-from aiorocketmq.server.store.dledger.entry import DLedgerEntry
-from aiorocketmq.server.store.dledger.log import MemoryLog
-from aiorocketmq.server.store.dledger.member_state import MemberState, Role
-from aiorocketmq.server.store.dledger.protocol import (
+from aiorocketmq.protocol.dledger.entry import DLedgerEntry
+from aiorocketmq.protocol.dledger.wire import (
     HeartBeatRequest,
     LeadershipTransferRequest,
     PushEntryRequest,
@@ -41,6 +38,9 @@ from aiorocketmq.server.store.dledger.protocol import (
     decode_body,
     encode_body,
 )
+from aiorocketmq.server.store.dledger.core import RaftError, RaftNode, Timing
+from aiorocketmq.server.store.dledger.log import MemoryLog
+from aiorocketmq.server.store.dledger.member_state import MemberState, Role
 
 GROUP = "g"
 FILE_SIZE = 4096  # small data segments: entries roll over to the next one often

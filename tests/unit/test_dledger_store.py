@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from aiorocketmq.server.store.dledger.entry import (
+from aiorocketmq.protocol.dledger.entry import (
     BODY_OFFSET,
     INDEX_UNIT_SIZE,
     DLedgerEntry,
@@ -17,10 +17,7 @@ from aiorocketmq.server.store.dledger.entry import (
     encode_entry,
     next_entry_pos,
 )
-from aiorocketmq.server.store.dledger.log import LogError, MemoryLog
-from aiorocketmq.server.store.dledger.member_state import MemberState, broker_id_of, parse_peers
-from aiorocketmq.server.store.dledger.mmap_store import DLedgerMmapFileStore
-from aiorocketmq.server.store.dledger.protocol import (
+from aiorocketmq.protocol.dledger.wire import (
     PushEntryRequest,
     PushType,
     VoteRequest,
@@ -28,7 +25,11 @@ from aiorocketmq.server.store.dledger.protocol import (
     VoteResult,
     decode_body,
     encode_body,
+    parse_peers,
 )
+from aiorocketmq.server.store.dledger.log import LogError, MemoryLog
+from aiorocketmq.server.store.dledger.member_state import MemberState, broker_id_of
+from aiorocketmq.server.store.dledger.mmap_store import DLedgerMmapFileStore
 
 SEG = 4096
 

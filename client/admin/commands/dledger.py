@@ -14,9 +14,7 @@ from __future__ import annotations
 
 import argparse
 
-from aiorocketmq.protocol.errors import MQClientError, RocketMQError
-from aiorocketmq.server.store.dledger.member_state import parse_peers
-from aiorocketmq.server.store.dledger.protocol import (
+from aiorocketmq.protocol.dledger.wire import (
     DLedgerRequestCode,
     DLedgerResponseCode,
     LeadershipTransferRequest,
@@ -26,7 +24,9 @@ from aiorocketmq.server.store.dledger.protocol import (
     ProtocolBodyError,
     decode_body,
     encode_body,
+    parse_peers,
 )
+from aiorocketmq.protocol.errors import MQClientError, RocketMQError
 
 from ..api import MQAdmin
 from .base import Output, UsageError, command, opt

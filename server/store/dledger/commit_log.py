@@ -24,12 +24,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 
 from aiorocketmq.protocol.codes import MessageSysFlag
+from aiorocketmq.protocol.dledger.entry import BODY_OFFSET
 from aiorocketmq.protocol.message import pack_stored_record
 
 from ..commit_log import CommitLog
 from ..config import MessageStoreConfig
 from ..inner import AppendMessageResult, AppendMessageStatus, MessageExtBrokerInner
-from .entry import BODY_OFFSET
 from .mmap_store import DLedgerMmapFileStore
 
 __all__ = ["DLedgerCommitLog", "MARKER_TOPIC"]

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from .entry import DLedgerEntry, next_entry_pos
+from aiorocketmq.protocol.dledger.entry import DLedgerEntry, next_entry_pos
 
 __all__ = ["RaftLog", "MemoryLog", "LogError"]
 

@@ -2,7 +2,6 @@
 
 Contract:
 
-* ``parse_peers("n0-127.0.0.1:40911;n1-127.0.0.1:40912")`` -> ``{"n0": "127.0.0.1:40911", ...}``
   (``MemberState`` splits each item at its first ``-``); ``broker_id_of("n12")`` is 13, the
   brokerId a follower registers with (``DLedgerCommitLog``: digits after the first
   character, plus one).
@@ -29,7 +28,7 @@ from aiorocketmq.protocol.atomic_file import write_file_atomic
 from aiorocketmq.protocol.bodies import string_to_properties
 from aiorocketmq.protocol.errors import ProtocolError
 
-__all__ = ["MemberState", "Role", "parse_peers", "broker_id_of", "TERM_PERSIST_FILE"]
+__all__ = ["MemberState", "Role", "broker_id_of", "TERM_PERSIST_FILE"]
 
 log = get_logger("aiorocketmq.store.dledger")
 
@@ -43,27 +42,6 @@ class Role(enum.Enum):
     LEADER = "LEADER"
     FOLLOWER = "FOLLOWER"
 
-
-def parse_peers(peers: str) -> dict[str, str]:
-    """``dLegerPeers`` as ``{selfId: "host:port"}``, in the order given.
-
-    Raises:
-        ValueError: an empty list, an item without ``id-host:port``, or a repeated id.
-    """
-    out: dict[str, str] = {}
-    for item in peers.split(";"):
-        item = item.strip()
-        if not item:
-            continue
-        node_id, sep, addr = item.partition("-")
-        if not sep or not node_id or ":" not in addr:
-            raise ValueError(f"dLegerPeers item {item!r} is not id-host:port")
-        if node_id in out:
-            raise ValueError(f"dLegerPeers names {node_id} twice")
-        out[node_id] = addr
-    if not out:
-        raise ValueError("dLegerPeers is empty")
-    return out
 
 
 def broker_id_of(self_id: str) -> int:

@@ -40,9 +40,7 @@ from pathlib import Path
 
 from aiorocketmq.logs import get_logger
 from aiorocketmq.protocol.atomic_file import write_file_atomic
-from aiorocketmq.server.store.mapped_file import MappedFile, MappedFileQueue
-
-from .entry import (
+from aiorocketmq.protocol.dledger.entry import (
     BLANK_MAGIC_CODE,
     BODY_OFFSET,
     CURRENT_MAGIC,
@@ -57,6 +55,8 @@ from .entry import (
     encode_index_unit,
     next_entry_pos,
 )
+from aiorocketmq.server.store.mapped_file import MappedFile, MappedFileQueue
+
 from .log import LogError
 
 __all__ = ["DLedgerMmapFileStore", "INDEX_FILE_SIZE", "CHECKPOINT_FILE"]

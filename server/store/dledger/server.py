@@ -43,15 +43,8 @@ from collections.abc import Callable
 from aiorocketmq.logs import get_logger
 from aiorocketmq.protocol.channel import Channel
 from aiorocketmq.protocol.command import RemotingCommand
-from aiorocketmq.protocol.errors import RemotingTimeoutError, RocketMQError
-from aiorocketmq.protocol.remoting_client import RemotingClient
-from aiorocketmq.protocol.remoting_server import RemotingServer
-from aiorocketmq.protocol.routine import cancel_and_wait
-
-from .core import MakeBody, RaftNode
-from .entry import DLedgerEntry
-from .member_state import Role
-from .protocol import (
+from aiorocketmq.protocol.dledger.entry import DLedgerEntry
+from aiorocketmq.protocol.dledger.wire import (
     DLedgerRequestCode,
     DLedgerResponseCode,
     GetEntriesRequest,
@@ -69,6 +62,13 @@ from .protocol import (
     encode_body,
     request_types,
 )
+from aiorocketmq.protocol.errors import RemotingTimeoutError, RocketMQError
+from aiorocketmq.protocol.remoting_client import RemotingClient
+from aiorocketmq.protocol.remoting_server import RemotingServer
+from aiorocketmq.protocol.routine import cancel_and_wait
+
+from .core import MakeBody, RaftNode
+from .member_state import Role
 
 __all__ = ["DLedgerServer", "CODE_OF"]
 

@@ -47,6 +47,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 from aiorocketmq.logs import get_logger
 from aiorocketmq.protocol.codes import MessageConst
+from aiorocketmq.protocol.dledger.entry import BLANK_MAGIC_CODE, BODY_OFFSET, CURRENT_MAGIC
+from aiorocketmq.protocol.dledger.wire import DLedgerResponseCode, parse_peers
 from aiorocketmq.protocol.message import MessageDecodeError, decode_message
 
 from ..config import ASYNC_FLUSH, MessageStoreConfig
@@ -62,11 +64,9 @@ from ..inner import (
 from ..message_store import MessageStore
 from .commit_log import DLedgerCommitLog
 from .core import MakeBody, RaftError, RaftNode, Timing
-from .entry import BLANK_MAGIC_CODE, BODY_OFFSET, CURRENT_MAGIC
 from .log import LogError
-from .member_state import MemberState, Role, broker_id_of, parse_peers
+from .member_state import MemberState, Role, broker_id_of
 from .mmap_store import DLedgerMmapFileStore
-from .protocol import DLedgerResponseCode
 from .server import DLedgerServer
 
 __all__ = ["DLedgerMessageStore"]

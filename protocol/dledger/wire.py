@@ -26,14 +26,15 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from .entry import DLedgerEntry
+from aiorocketmq.protocol.dledger.entry import DLedgerEntry
 
 __all__ = ["DLedgerRequestCode", "DLedgerResponseCode", "VoteResult", "PushType",
            "RequestOrResponse", "VoteRequest", "VoteResponse", "HeartBeatRequest",
            "HeartBeatResponse", "PushEntryRequest", "PushEntryResponse",
            "LeadershipTransferRequest", "LeadershipTransferResponse", "MetadataRequest",
            "MetadataResponse", "GetEntriesRequest", "GetEntriesResponse", "entry_to_json",
-           "entry_from_json", "encode_body", "decode_body", "request_types", "ProtocolBodyError"]
+           "entry_from_json", "encode_body", "decode_body", "request_types", "ProtocolBodyError",
+           "parse_peers"]
 
 
 class DLedgerRequestCode(enum.IntEnum):
@@ -467,3 +468,23 @@ def decode_body(cls: type[M], body: bytes | bytearray | memoryview | None) -> M:
         raise ProtocolBodyError(f"{cls.__name__} body is not JSON: {exc}") from None
     return cls.from_json(obj)
 
+def parse_peers(peers: str) -> dict[str, str]:
+    """``dLegerPeers`` as ``{selfId: "host:port"}``, in the order given.
+
+    Raises:
+        ValueError: an empty list, an item without ``id-host:port``, or a repeated id.
+    """
+    out: dict[str, str] = {}
+    for item in peers.split(";"):
+        item = item.strip()
+        if not item:
+            continue
+        node_id, sep, addr = item.partition("-")
+        if not sep or not node_id or ":" not in addr:
+            raise ValueError(f"dLegerPeers item {item!r} is not id-host:port")
+        if node_id in out:
+            raise ValueError(f"dLegerPeers names {node_id} twice")
+        out[node_id] = addr
+    if not out:
+        raise ValueError("dLegerPeers is empty")
+    return out
