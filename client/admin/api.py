@@ -26,6 +26,7 @@ for transport trouble, ``MQClientError`` for bad arguments. Nothing here prints.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import time
 from collections.abc import Iterable, Mapping
@@ -390,6 +391,14 @@ class MQAdmin:
         """GET_BROKER_RUNTIME_INFO (28)."""
         response = await self.invoke(broker_addr, RequestCode.GET_BROKER_RUNTIME_INFO)
         return dict(KVTable.decode(response.body or b"{}").table)
+
+    async def timer_metrics(self, broker_addr: str) -> dict[str, tuple[int, int]]:
+        """GET_TIMER_METRICS (61, stock 5.x): pending timers per real topic, as
+        ``{topic: (count, last change in epoch ms)}``."""
+        response = await self.invoke(broker_addr, RequestCode.GET_TIMER_METRICS)
+        data = json.loads(bytes(response.body or b"{}")) or {}
+        return {str(topic): (int(m.get("count", 0)), int(m.get("timeStamp", 0)))
+                for topic, m in (data.get("timingCount") or {}).items()}
 
     async def broker_config(self, broker_addr: str) -> tuple[dict[str, str], str | None]:
         """GET_BROKER_CONFIG (26): the properties and the DataVersion JSON of the header."""

@@ -22,7 +22,12 @@
   no start reads). A ``brokerPermission`` change also moves the topic DataVersion on and
   re-registers with every nameserver.
 * GET_BROKER_RUNTIME_INFO: KVTable with every key of ``prepareRuntimeInfo`` +
-  ``StoreStatsService.getRuntimeInfo`` (all values strings; docs/PROTOCOL.md 4.11).
+  ``StoreStatsService.getRuntimeInfo`` (all values strings; docs/PROTOCOL.md 4.11), plus
+  stock 5.x's ``timer*`` keys (``timerReadBehind``, ``timerOffsetBehind``, ``timerCongestNum``,
+  ``timerEnqueueTps``, ``timerDequeueTps``).
+* GET_TIMER_METRICS (61, stock 5.x): the timer store's ``TimerMetrics`` JSON (pending timers
+  per real topic); SYSTEM_ERROR ``The timer message store is null`` with ``timerWheelEnable=false``
+  (stock builds no timer store then).
 * GET_ALL_TOPIC_CONFIG, GET_TOPIC_STATS_INFO (one entry per write queue; TOPIC_NOT_EXIST
   ``topic[<t>] not exist``), GET_SYSTEM_TOPIC_LIST_FROM_BROKER.
 * CLEAN_EXPIRED_CONSUMEQUEUE, DELETE_EXPIRED_COMMITLOG, CLEAN_UNUSED_TOPIC: the store's
@@ -145,6 +150,7 @@ class AdminBrokerStatsProcessor:
             RequestCode.GET_BROKER_CONFIG: self.get_broker_config,
             RequestCode.UPDATE_BROKER_CONFIG: self.update_broker_config,
             RequestCode.GET_BROKER_RUNTIME_INFO: self.get_broker_runtime_info,
+            RequestCode.GET_TIMER_METRICS: self.get_timer_metrics,
             RequestCode.GET_ALL_TOPIC_CONFIG: self.get_all_topic_config,
             RequestCode.GET_TOPIC_STATS_INFO: self.get_topic_stats_info,
             RequestCode.GET_SYSTEM_TOPIC_LIST_FROM_BROKER: self.get_system_topic_list,
@@ -278,6 +284,7 @@ class AdminBrokerStatsProcessor:
             "remainTransientStoreBufferNumbs": str(2**31 - 1),  # pool disabled: Integer.MAX_VALUE
             "remainHowManyDataToFlush": human_readable_bytes(self._unflushed_bytes()),
         })
+        info.update(self._timer_runtime_info())
         info.pop("brokerName", None)
         info.pop("physicMsgTimestamp", None)
         root = b.store_config.store_path_root_dir
@@ -287,6 +294,21 @@ class AdminBrokerStatsProcessor:
                 f"Total : {human_readable_bytes(st.f_blocks * st.f_frsize)}, "
                 f"Free : {human_readable_bytes(st.f_bavail * st.f_frsize)}.")
         return info
+
+    def _timer_runtime_info(self) -> dict[str, str]:
+        """Stock 5.x's timer keys (``timerReadBehind`` in seconds, ``timerOffsetBehind`` in
+        messages, ``timerCongestNum``: timers waiting, from the per-topic counts rather than a
+        scan of the wheel's slots as stock's ``getAllNum``); zeros
+        while no timer store runs (``timerWheelEnable=false``, a slave)."""
+        timer = self._b.timer
+        if timer is None or not timer.running:
+            return {"timerReadBehind": "0", "timerOffsetBehind": "0", "timerCongestNum": "0",
+                    "timerEnqueueTps": "0.0", "timerDequeueTps": "0.0"}
+        enqueue_tps, dequeue_tps = timer.tps()
+        return {"timerReadBehind": str(timer.dequeue_behind_ms() // 1000),
+                "timerOffsetBehind": str(timer.enqueue_behind_messages()),
+                "timerCongestNum": str(timer.metrics.total),
+                "timerEnqueueTps": f"{enqueue_tps:.1f}", "timerDequeueTps": f"{dequeue_tps:.1f}"}
 
     def _unflushed_bytes(self) -> int:
         store = self._b.store
@@ -299,6 +321,13 @@ class AdminBrokerStatsProcessor:
                                 request: RemotingCommand) -> RemotingCommand:
         return request.create_response(ResponseCode.SUCCESS,
                                        body=KVTable(self.runtime_info()).encode())
+
+    def get_timer_metrics(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        """GET_TIMER_METRICS (61, stock 5.x ``AdminBrokerProcessor.getTimerMetrics``)."""
+        timer = self._b.timer
+        if timer is None or not self._b.store_config.timer_wheel_enable:  # stock builds none then
+            return request.create_response(ResponseCode.SYSTEM_ERROR, "The timer message store is null")
+        return request.create_response(ResponseCode.SUCCESS, body=timer.metrics.encode())
 
     # -- topics ---------------------------------------------------------------------------
 

@@ -13,6 +13,8 @@ Modules (one structure each; each docstring states its contract):
   ``timerwheel``; ``floor_deliver_ms`` and ``snap_precision``.
 * ``log.py``: ``TimerLog`` (upstream ``TimerLog``), the 52-byte units in ``timerlog/``.
 * ``checkpoint.py``: ``TimerCheckpoint`` (upstream ``TimerCheckpoint``), ``config/timercheck``.
+* ``metrics.py``: ``TimerMetrics`` (upstream ``TimerMetrics``), pending timers per topic in
+  ``config/timermetrics``, served by GET_TIMER_METRICS.
 * ``timer_store.py``: ``TimerMessageStore`` (upstream ``TimerMessageStore`` and the timer
   part of ``HookUtils``): accepting, enqueue, dequeue, recovery.
 * ``hooks.py``: ``TimerSendHook``, the send path's answer codes.
@@ -31,8 +33,9 @@ from __future__ import annotations
 from .checkpoint import TimerCheckpoint
 from .hooks import TimerSendHook
 from .log import TimerLog, TimerUnit
+from .metrics import TimerMetrics
 from .timer_store import TIMER_TOPIC, TimerMessageStore, refusal
 from .wheel import Slot, TimerWheel, floor_deliver_ms, snap_precision
 
-__all__ = ["TimerMessageStore", "TimerWheel", "TimerLog", "TimerUnit", "TimerCheckpoint",
+__all__ = ["TimerMessageStore", "TimerWheel", "TimerLog", "TimerUnit", "TimerCheckpoint", "TimerMetrics",
            "TimerSendHook", "Slot", "TIMER_TOPIC", "floor_deliver_ms", "snap_precision", "refusal"]

@@ -68,7 +68,8 @@ member stops leading. Without an index (``messageIndexEnable=false``) nothing is
 a failover may deliver twice.
 
 Files: ``<root>/timerwheel``, ``<root>/timerlog/``, ``<root>/config/timercheck``
-(``wheel.py``, ``log.py``, ``checkpoint.py``). Timer-log segments whose records left the
+(``wheel.py``, ``log.py``, ``checkpoint.py``), and ``<root>/config/timermetrics``
+(``metrics.py``: pending timers per real topic, -1 when a unit is put back or cancelled). Timer-log segments whose records left the
 commit log are deleted every 30 s.
 
 Upstream: ``store/timer/TimerMessageStore.java``, ``broker/util/HookUtils.java``
@@ -84,6 +85,7 @@ import os
 import random
 import re
 import threading
+import time
 from typing import TYPE_CHECKING, Any
 
 from aiorocketmq.logs import get_logger
@@ -103,6 +105,7 @@ from .log import (
     TimerUnit,
     encode_unit,
 )
+from .metrics import TimerMetrics
 from .wheel import IGNORE, TimerWheel, floor_deliver_ms, snap_precision
 
 if TYPE_CHECKING:
@@ -189,6 +192,29 @@ def refusal(status: PutMessageStatus, config: MessageStoreConfig) -> tuple[int, 
     return ResponseCode.SYSTEM_ERROR, "UNKNOWN_ERROR DEFAULT"
 
 
+class _Tps:
+    """Enqueue and put-back rates: counts since the last window of >= 1 s (upstream's
+    ``perfCounterTicks`` ``getLastTps``)."""
+
+    __slots__ = ("enqueued", "dequeued", "_at", "_last_enq", "_last_deq", "_rates")
+
+    def __init__(self) -> None:
+        self.enqueued = 0
+        self.dequeued = 0
+        self._at = time.monotonic()
+        self._last_enq = self._last_deq = 0
+        self._rates = (0.0, 0.0)
+
+    def rates(self) -> tuple[float, float]:
+        now = time.monotonic()
+        span = now - self._at
+        if span >= 1.0:
+            self._rates = ((self.enqueued - self._last_enq) / span,
+                           (self.dequeued - self._last_deq) / span)
+            self._at, self._last_enq, self._last_deq = now, self.enqueued, self.dequeued
+        return self._rates
+
+
 class TimerMessageStore:
     """Timer messages of one broker's store; see the module docstring."""
 
@@ -208,6 +234,8 @@ class TimerMessageStore:
         self.wheel: TimerWheel | None = None
         self.timer_log: TimerLog | None = None
         self.checkpoint: TimerCheckpoint | None = None
+        self.metrics = TimerMetrics(os.path.join(root, "config", "timermetrics"))
+        self._tps = _Tps()
         self.curr_read_ms = 0
         self.curr_write_ms = 0
         self.queue_offset = 0
@@ -311,6 +339,8 @@ class TimerMessageStore:
         self.timer_log = TimerLog(self.log_path, self.config.mapped_file_size_timer_log)
         self.timer_log.load()
         self.checkpoint = TimerCheckpoint(self.checkpoint_path)
+        self.metrics = TimerMetrics(self.metrics.path)
+        self.metrics.load()
         self._recover()
         self._state = "loaded"
 
@@ -335,7 +365,8 @@ class TimerMessageStore:
         tasks, self._tasks = self._tasks, []
         await cancel_and_wait(tasks)
         try:
-            await asyncio.get_running_loop().run_in_executor(None, self._flush_files, self._log().take_marked())
+            await asyncio.get_running_loop().run_in_executor(None, self._flush_files, self._log().take_marked(),
+                                                             self.metrics.snapshot())
         except OSError as exc:
             log.error("store.timer.final_flush_failed", error=repr(exc))
         self._close()
@@ -404,6 +435,14 @@ class TimerMessageStore:
 
     def congest_num(self, deliver_ms: int) -> int:
         return self._wheel().get_num(deliver_ms)
+
+    def tps(self) -> tuple[float, float]:
+        """Timers enqueued and put back per second, over the last few seconds."""
+        return self._tps.rates()
+
+    def pending_by_topic(self) -> dict[str, int]:
+        """Timers waiting, per real topic (``TimerMetrics``)."""
+        return {topic: pair[0] for topic, pair in self.metrics.timing_count.items()}
 
     def pending_num(self) -> int:
         """Messages counted in the wheel's live slots from the read time (``getAllCongestNum``)."""
@@ -546,7 +585,8 @@ class TimerMessageStore:
                 ckpt.next_version(self._clock())
                 last = state
             try:
-                await loop.run_in_executor(None, self._flush_files, self._log().take_marked())
+                await loop.run_in_executor(None, self._flush_files, self._log().take_marked(),
+                                           self.metrics.snapshot())
             except OSError as exc:
                 log.error("store.timer.flush_failed", error=repr(exc))
             since_clean += interval
@@ -554,11 +594,13 @@ class TimerMessageStore:
                 since_clean = 0.0
                 await self.clean_expired_files()
 
-    def _flush_files(self, marked: list[Any]) -> None:
+    def _flush_files(self, marked: list[Any], metrics: tuple[int, bytes] | None = None) -> None:
         with self._files_lock:
             self._log().flush(marked)
             self._wheel().flush()
             self._ckpt().flush()
+        if metrics is not None:
+            self.metrics.write(metrics)
 
     async def clean_expired_files(self) -> int:
         """Delete timer-log segments whose records left the commit log; how many."""
@@ -624,6 +666,7 @@ class TimerMessageStore:
             log.error("store.timer.log_append_failed", error=repr(exc))
             return False
         self.enqueued += 1
+        self._tps.enqueued += 1
         self._advance_queue_offset(q + 1)
         return True
 
@@ -649,6 +692,8 @@ class TimerMessageStore:
                                       size_py, java_string_hash(real_topic) if real_topic else 0))
         wheel.put_slot(delayed, pos if slot.first_pos == -1 else slot.first_pos, pos,
                        slot.num - 1 if is_delete else slot.num + 1, slot.magic)
+        if real_topic and not is_delete:
+            self.metrics.add(real_topic, 1)
         self._ckpt().last_timer_log_flush_pos = pos + UNIT_SIZE
 
     # -- dequeue --------------------------------------------------------------------------
@@ -722,6 +767,7 @@ class TimerMessageStore:
             if deleted and uniq and build_delete_key(msg.properties.get(_REAL_TOPIC), uniq) in deleted:
                 self.deleted += 1
                 self._log().mark_delivered(unit.pos, self._clock())
+                self._uncount(msg)
                 continue
             if not self._deliver(msg, INFLIGHT_UNIT, unit.pos, unit.write_time_ms, roll=unit.is_roll):
                 return False
@@ -771,15 +817,15 @@ class TimerMessageStore:
         except ValueError as exc:
             log.error("store.timer.parked_message_invalid", error=str(exc))
             self.skipped += 1
-            self._record_done(kind, key)
+            self._done(kind, key, msg)
             return True
         if _DEL_UNIQKEY in inner.properties and not roll:
             # doPut: a delete message is never delivered itself.
-            self._record_done(kind, key)
+            self._done(kind, key, msg)
             return True
         if 0 <= msg.commit_log_offset < self.verify_below and self._put_back_already(msg, roll):
             self.verified_skips += 1
-            self._record_done(kind, key)
+            self._done(kind, key, msg)
             return True
         ckpt.set_inflight(kind, key, self.store.commit_log.max_offset)
         result: Any = self.store.put_message_nowait(inner)
@@ -795,18 +841,19 @@ class TimerMessageStore:
                 log.error("store.timer.put_back_refused", status=status.name, topic=inner.topic,
                           msg_id=msg.msg_id)
                 self.skipped += 1
-                self._record_done(kind, key)
+                self._done(kind, key, msg)
                 ckpt.clear_inflight()
                 return True
             ckpt.clear_inflight()
             log.warning("store.timer.put_back_failed", status=status.name, topic=inner.topic)
             return False
-        self._record_done(kind, key)
+        self._done(kind, key, msg)
         ckpt.clear_inflight()
         if roll:
             self.rolled += 1
         else:
             self.delivered += 1
+            self._tps.dequeued += 1
         return True
 
     def _put_back_already(self, parked: MessageExt, roll: bool) -> bool:
@@ -836,6 +883,17 @@ class TimerMessageStore:
                 self._claimed.add(phy)
                 return True
         return False
+
+    def _uncount(self, msg: MessageExt) -> None:
+        """A unit left the wheel (put back, or cancelled): -1 for its real topic."""
+        topic = msg.properties.get(_REAL_TOPIC)
+        if topic:
+            self.metrics.add(topic, -1)
+
+    def _done(self, kind: int, key: int, msg: MessageExt) -> None:
+        self._record_done(kind, key)
+        if kind == INFLIGHT_UNIT:
+            self._uncount(msg)
 
     def _record_done(self, kind: int, key: int) -> None:
         if kind == INFLIGHT_UNIT:
