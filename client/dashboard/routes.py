@@ -43,6 +43,8 @@ DELETE   /api/acl/accounts/{access_key}        ``{"confirm": "<access_key>"}``
 PUT      /api/acl/white-list                   ``{"addrs": [...]}``: the whole global white list
 GET      /api/connections?producer_group=&topic=  consumers per group; producers of a group
 GET      /api/live                             live TPS / lag samples
+GET      /api/timers                           timer messages: pending per topic (every master's
+                                               GET_TIMER_METRICS) and each master's progress
 =======  ====================================  =============================================
 
 Every answer is JSON; an error is ``{"error": "<what went wrong>"}`` (plus ``code`` and
@@ -173,6 +175,11 @@ def _bool_query(request: web.Request, key: str) -> bool:
 @routes.get("/api/cluster")
 async def get_cluster(request: web.Request) -> web.Response:
     return web.json_response(await _service(request).cluster())
+
+
+@routes.get("/api/timers")
+async def get_timers(request: web.Request) -> web.Response:
+    return web.json_response(await _service(request).timers())
 
 
 @routes.get("/api/topics")

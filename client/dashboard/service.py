@@ -14,6 +14,8 @@ What each page asks, following Apache rocketmq-dashboard's services (``ClusterSe
   ``msgPutTotalTodayNow``, ``brokerVersionDesc``, ``commitLogDiskRatio``,
   ``commitLogDirCapacity``; replication lag of a slave = its master's ``commitLogMaxOffset``
   minus its own.
+* timers: GET_TIMER_METRICS (61, stock 5.x) of every master, pending timers per real topic,
+  and the runtime info's ``timer*`` keys (the timer store's progress).
 * topics: the nameserver's topic list (206) classified as normal / retry / DLQ / system;
   one topic: its route (105), GET_TOPIC_STATS_INFO (202), QUERY_TOPIC_CONSUME_BY_WHO (300).
 * groups: the subscription groups of every master (201); per group of the page shown
@@ -470,6 +472,43 @@ class DashboardService:
             "commit_log_max_offset": num("commitLogMaxOffset"),
             "replication_lag_bytes": lag,
         }
+
+    async def timers(self) -> dict[str, Any]:
+        """Timer messages: pending per topic on every master (GET_TIMER_METRICS, 61) and each
+        master's progress (the runtime info's ``timer*`` keys, stock 5.x's
+        ``#Timer(Progress)``). A master without a timer store has ``error``."""
+        masters = await self._masters()
+        addrs = list(masters.values())
+        metrics = await self._each(self.admin.timer_metrics, addrs)
+        runtimes = await self._each(self.admin.broker_runtime_info, addrs)
+        brokers: list[dict[str, Any]] = []
+        topics: dict[str, dict[str, Any]] = {}
+        for (name, addr), m, rt in zip(masters.items(), metrics, runtimes, strict=True):
+            row: dict[str, Any] = {"broker_name": name, "addr": addr}
+            if isinstance(rt, dict):
+                def num(key: str, rt: dict[str, str] = rt) -> float:
+                    try:
+                        return float(rt.get(key, "0"))
+                    except ValueError:
+                        return 0.0
+                row.update(read_behind_s=int(num("timerReadBehind")),
+                           offset_behind=int(num("timerOffsetBehind")),
+                           pending=int(num("timerCongestNum")),
+                           enqueue_tps=num("timerEnqueueTps"), dequeue_tps=num("timerDequeueTps"))
+            if isinstance(m, BaseException):
+                row["error"] = _describe(m)
+            else:
+                for topic, (count, ts) in m.items():
+                    if count == 0:
+                        continue
+                    t = topics.setdefault(topic, {"topic": topic, "pending": 0, "last_change_ms": 0,
+                                                  "brokers": {}})
+                    t["pending"] += count
+                    t["last_change_ms"] = max(t["last_change_ms"], ts)
+                    t["brokers"][name] = count
+            brokers.append(row)
+        rows = sorted(topics.values(), key=lambda t: (-t["pending"], t["topic"]))
+        return {"brokers": brokers, "topics": rows, "total": sum(t["pending"] for t in rows)}
 
     async def cluster_names(self) -> list[str]:
         return sorted((await self._cluster_info()).cluster_addr_table)

@@ -238,6 +238,32 @@ async function pageCluster(main) {
   }
 }
 
+// Timer messages: pending per topic (GET_TIMER_METRICS of every master) and each master's
+// progress as stock 5.x's clusterList shows it.
+async function pageTimers(main) {
+  const data = await api("GET", "/api/timers");
+  main.replaceChildren(h("h2", {}, "Timer messages"),
+    h("p", { class: "muted", id: "timers-total" }, `${fmt.num(data.total)} timers pending`),
+    h("h3", {}, "Pending per topic"),
+    table([
+      { title: "Topic", render: (t) => h("a", { href: "#/topics/" + encodeURIComponent(t.topic) }, t.topic) },
+      { title: "Pending", num: true, id: "pending", render: (t) => fmt.num(t.pending) },
+      { title: "Per broker", render: (t) => Object.entries(t.brokers).map(([b, n]) => `${b}: ${fmt.num(n)}`).join(", ") },
+      { title: "Last change", render: (t) => t.last_change_ms ? fmt.time(t.last_change_ms) : "-" },
+    ], data.topics, { id: "timer-topics", key: (t) => t.topic, empty: "no timer pending" }),
+    h("h3", {}, "Timer store per master"),
+    table([
+      { title: "Broker", key: "broker_name" },
+      { title: "Address", key: "addr" },
+      { title: "Pending", num: true, id: "pending", render: (b) => b.pending === undefined ? "-" : fmt.num(b.pending) },
+      { title: "Read behind (s)", num: true, render: (b) => b.read_behind_s === undefined ? "-" : fmt.num(b.read_behind_s) },
+      { title: "Not yet in wheel", num: true, render: (b) => b.offset_behind === undefined ? "-" : fmt.num(b.offset_behind) },
+      { title: "Enqueue /s", num: true, render: (b) => b.enqueue_tps === undefined ? "-" : fmt.tps(b.enqueue_tps) },
+      { title: "Deliver /s", num: true, render: (b) => b.dequeue_tps === undefined ? "-" : fmt.tps(b.dequeue_tps) },
+      { title: "", render: (b) => b.error ? h("span", { class: "lag-bad" }, b.error) : "" },
+    ], data.brokers, { id: "timer-brokers", key: (b) => b.broker_name }));
+}
+
 async function pageTopics(main, query) {
   const q = query.get("q") || "";
   const kinds = query.get("kinds") || "normal";
@@ -809,6 +835,7 @@ const PAGES = [
   [/^\/messages\/(.+)$/, (m, q, a) => pageMessage(m, a, q), "messages"],
   [/^\/dlq$/, (m, q) => pageDlq(m, q), "dlq"],
   [/^\/connections$/, (m, q) => pageConnections(m, q), "connections"],
+  [/^\/timers$/, (m) => pageTimers(m), "timers"],
   [/^\/live$/, (m) => pageLive(m), "live"],
   [/^\/acl$/, (m) => pageAcl(m), "acl"],
   [/^\/login$/, (m) => pageLogin(m), "login"],
