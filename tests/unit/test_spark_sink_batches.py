@@ -2,16 +2,22 @@
 
 Rows keep their order; a batch holds consecutive rows of one topic, queue id and WAIT,
 within ``BATCH_ROWS`` and ``BATCH_BYTES``; a row a batch would store differently (delay
-level, transaction flag, retry topic, a body the producer would compress) goes alone.
+level, delivery time, transaction flag, retry topic, a body the producer would compress)
+goes alone. And the ``deliverTime`` column's values (``sink_mapping.row_to_message``).
 """
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from aiorocketmq.protocol.errors import MQClientError
 from aiorocketmq.protocol.message import Message
 from aiorocketmq.spark_sink.sink import BATCH_BYTES, BATCH_ROWS, batches
+from aiorocketmq.spark_sink.sink_mapping import SinkColumns, row_to_message
 
 COMPRESS = 4096
 
@@ -72,3 +78,36 @@ def test_batches_keep_order_and_limits(rows: list[tuple[str, int | None, int, bo
         if isinstance(a, list) and isinstance(b, list) and (a[0].topic, qa) == (b[0].topic, qb) \
                 and a[0].wait_store_msg_ok == b[0].wait_store_msg_ok:
             assert len(a) == BATCH_ROWS or sum(len(m.body) for m in a + b[:1]) > BATCH_BYTES
+
+
+def test_a_timed_row_goes_alone() -> None:
+    timed = Message("T", b"t")
+    timed.deliver_time_ms = 1_900_000_000_000
+    items = [(Message("T", b"a"), 1), (timed, 1), (Message("T", b"b"), 1), (Message("T", b"c"), 1)]
+    groups = batches(items, COMPRESS)
+    assert [(len(g) if isinstance(g, list) else 1) for g, _ in groups] == [1, 1, 2]
+    assert groups[1][0] is timed
+    assert _flat(groups) == items
+
+
+def _deliver(value: object, kind: str = "timestamp") -> Message:
+    columns = SinkColumns.from_schema([("value", "string"), ("deliverTime", kind)],
+                                      topic_option="T")
+    msg, _ = row_to_message({"value": "v", "deliverTime": value}, columns, default_topic="T",
+                            lineage={}, row_index=7)
+    return msg
+
+
+def test_deliver_time_column_values() -> None:
+    aware = datetime(2030, 1, 2, 3, 4, 5, 678000, tzinfo=UTC)
+    assert _deliver(aware).deliver_time_ms == 1893553445678
+    naive = aware.astimezone().replace(tzinfo=None)  # PySpark's Row form: local, naive
+    assert _deliver(naive).deliver_time_ms == 1893553445678
+    assert _deliver(1893553445678, "bigint").deliver_time_ms == 1893553445678
+    assert "TIMER_DELIVER_MS" not in _deliver(None).properties
+    with pytest.raises(MQClientError, match="row 7: deliverTime -1 must be after the epoch"):
+        _deliver(-1, "bigint")
+    with pytest.raises(MQClientError, match="row 7: deliverTime True is neither"):
+        _deliver(True, "bigint")
+    with pytest.raises(MQClientError, match="column deliverTime must be a timestamp or a bigint"):
+        SinkColumns.from_schema([("value", "string"), ("deliverTime", "int")], topic_option="T")
