@@ -203,6 +203,25 @@ async def runtime_info(namesrv_addr: str, addr: str) -> dict[str, str]:
         return await admin.broker_runtime_info(addr)
 
 
+async def create_topic(namesrv_addr: str, addr: str) -> None:
+    """The topic, 4 queues, on the broker, and its route at the nameserver (stock 5.x's
+    auto-creation waits for a registration round)."""
+    from aiorocketmq.client.admin.api import MQAdmin
+    from aiorocketmq.protocol.bodies import TopicConfig
+
+    async with MQAdmin(namesrv_addr) as admin:
+        await admin.create_topic(addr, TopicConfig(TOPIC, 4, 4))
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                await admin.topic_route(TOPIC)
+                return
+            except Exception:  # noqa: BLE001 - not registered yet
+                if time.monotonic() > deadline:
+                    raise
+                await asyncio.sleep(0.5)
+
+
 async def wait_enqueued(namesrv_addr: str, addr: str, deadline_s: float) -> float:
     """Seconds until ``timerOffsetBehind`` is 0 (every parked timer in the wheel)."""
     t0 = time.monotonic()
@@ -238,6 +257,7 @@ def run_side(side: Side, args: argparse.Namespace) -> list[tuple[str, str]]:
     broker, boot = side.start()
     rows.append(("boot (empty store)", f"{boot:.2f} s"))
     rows.append(("RSS ready", rss_mib(broker.pid)))
+    asyncio.run(create_topic(side.namesrv_addr, broker.address))
     rate, failed = asyncio.run(send_round(side.namesrv_addr, args.plain, args.window, False, body))
     rows.append((f"plain sends ({args.plain:,})", f"{rate:,.0f} msg/s, {failed} failed"))
     rows.append(("RSS after plain", rss_mib(broker.pid)))
