@@ -168,6 +168,7 @@ class BrokerController:
         self.namesrv = BrokerOuterAPI(config, self.topics.build_serialize_wrapper,
                                       ssl=self.tls.client_context() if self.tls.enable else None)
         self.topics.on_topic_created = self.namesrv.request_register_oneway
+        self.namesrv.on_order_topic_config = self.topics.update_order_topic_config
         self.store: MessageStore = None  # type: ignore[assignment]  # created in start()
         self.pull_hold: PullRequestHoldService = None  # type: ignore[assignment]
         self.send_processor: SendMessageProcessor | None = None

@@ -17,6 +17,9 @@ Contract (docs/PROTOCOL.md 4.4, 4.11, 6.7, 6.9):
   ``haServerAddr``; ``on_register_result(ha_server_addr, master_addr)`` receives the
   first nameserver's two-way answer (upstream ``registerBrokerResultList.get(0)``): a
   slave learns its master's HA and broker addresses from it.
+* The periodic registration also hands the first answer's ``ORDER_TOPIC_CONFIG`` KV table
+  (its body) to ``on_order_topic_config`` (the topic manager's ``update_order_topic_config``):
+  the nameserver decides which topics are ordered, as upstream's ``checkOrderConfig``.
 * Failures are logged once per nameserver per attempt and never raised: a broker keeps
   serving while a nameserver is down.
 * ``request_register_oneway()`` may be called from plain handlers (a topic was
@@ -36,13 +39,18 @@ import asyncio
 import inspect
 import ssl
 import zlib
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 
 from aiorocketmq.logs import get_logger
-from aiorocketmq.protocol.bodies import RegisterBrokerBody, TopicConfig, TopicConfigSerializeWrapper
+from aiorocketmq.protocol.bodies import (
+    KVTable,
+    RegisterBrokerBody,
+    TopicConfig,
+    TopicConfigSerializeWrapper,
+)
 from aiorocketmq.protocol.codes import Perm, RequestCode, ResponseCode
 from aiorocketmq.protocol.command import RemotingCommand
-from aiorocketmq.protocol.errors import RocketMQError
+from aiorocketmq.protocol.errors import ProtocolError, RocketMQError
 from aiorocketmq.protocol.headers import (
     RegisterBrokerRequestHeader,
     RegisterBrokerResponseHeader,
@@ -77,6 +85,7 @@ class BrokerOuterAPI:
         self._oneway_again = False
         self.ha_server_addr: str | None = None
         self.on_register_result: Callable[[str | None, str | None], None] | None = None
+        self.on_order_topic_config: Callable[[Iterable[str]], object] | None = None
 
     @property
     def namesrv_addrs(self) -> list[str]:
@@ -106,8 +115,12 @@ class BrokerOuterAPI:
     # -- registration ---------------------------------------------------------------------
 
     async def register_broker_all(self, *, oneway: bool = False,
-                                  wrapper: TopicConfigSerializeWrapper | None = None) -> int:
-        """Register with every nameserver; the number that accepted (oneway: that were sent)."""
+                                  wrapper: TopicConfigSerializeWrapper | None = None,
+                                  check_order_config: bool = False) -> int:
+        """Register with every nameserver; the number that accepted (oneway: that were sent).
+        ``check_order_config`` (the periodic registration, as upstream's
+        ``registerBrokerAll(true, ...)``): the first answer's ``ORDER_TOPIC_CONFIG`` table, when
+        it carries one, goes to ``on_order_topic_config``."""
         addrs = self.namesrv_addrs
         if not addrs:
             return 0
@@ -118,6 +131,14 @@ class BrokerOuterAPI:
         if answered and self.on_register_result is not None:
             h = RegisterBrokerResponseHeader.from_ext_fields(answered[0].ext_fields or {})
             self.on_register_result(h.ha_server_addr, h.master_addr)
+        if check_order_config and answered and answered[0].body \
+                and self.on_order_topic_config is not None:
+            try:
+                table = KVTable.decode(answered[0].body).table
+            except ProtocolError as exc:
+                log.warning("broker.register_order_conf_unreadable", error=str(exc))
+            else:
+                self.on_order_topic_config(table.keys())
         return sum(1 for r in results if r is not False)
 
     async def _register_one(self, addr: str, body: bytes, oneway: bool) -> bool | RemotingCommand:
@@ -213,7 +234,7 @@ class BrokerOuterAPI:
         await asyncio.sleep(FIRST_REGISTER_DELAY)
         period = self._config.register_period_ms / 1000
         while True:
-            await self.register_broker_all()
+            await self.register_broker_all(check_order_config=True)
             await asyncio.sleep(period)
 
     async def stop(self) -> None:

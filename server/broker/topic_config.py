@@ -26,7 +26,7 @@ Contract (docs/PROTOCOL.md 6.7, 6.8, 4.11):
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from aiorocketmq.logs import get_logger
@@ -180,6 +180,23 @@ class TopicConfigManager(ConfigManager):
                  topic=tc.topic_name, read=tc.read_queue_nums, write=tc.write_queue_nums,
                  perm=tc.perm)
         self._changed()
+
+    def update_order_topic_config(self, order_topics: Iterable[str]) -> bool:
+        """``updateOrderTopicConfig``: the nameserver's ``ORDER_TOPIC_CONFIG`` keys (from a
+        periodic registration's answer) are this broker's ordered topics: each present gets
+        ``order`` set, every other topic has it cleared. True when something changed (the
+        DataVersion then moves on and the table is written)."""
+        wanted = set(order_topics)
+        changed = False
+        for name, tc in self.topic_config_table.items():
+            order = name in wanted
+            if tc.order != order:
+                tc.order = order
+                changed = True
+                log.info("broker.topic_order_updated", topic=name, order=order)
+        if changed:
+            self._changed()
+        return changed
 
     def delete_topic_config(self, topic: str) -> bool:
         if self.topic_config_table.pop(topic, None) is None:

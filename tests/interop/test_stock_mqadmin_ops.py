@@ -167,6 +167,10 @@ def _prepare(side: Side) -> None:
     asyncio.run(_wait_offsets(side, ONLINE, 5))
 
 
+# registrations every 10 s (the shortest either broker allows): test_order_conf_reaches_the_brokers
+_CONF = {**FAST_BROKER_CONF, "registerNameServerPeriod": "10000"}
+
+
 @pytest.fixture(scope="module")
 def sides(stock_java: JavaEnv, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Side]]:
     tmp_ours, tmp_stock = (tmp_path_factory.mktemp(f"ops-{name}") for name in SIDES)
@@ -175,9 +179,9 @@ def sides(stock_java: JavaEnv, tmp_path_factory: pytest.TempPathFactory) -> Iter
     try:
         ns_j = start_stock_namesrv(tmp_stock)
         stock_servers.append(ns_j)
-        br_j = start_stock_broker(tmp_stock, ns_j.address, conf=FAST_BROKER_CONF)
+        br_j = start_stock_broker(tmp_stock, ns_j.address, conf=_CONF)
         stock_servers.append(br_j)
-        with namesrv_and_broker(tmp_ours, conf=FAST_BROKER_CONF) as (ns, br):
+        with namesrv_and_broker(tmp_ours, conf=_CONF) as (ns, br):
             made = [Side("ours", ns.address, br.address, tmp_ours),
                     Side("stock", ns_j.address, br_j.address, tmp_stock)]
             for s in made:
@@ -412,3 +416,30 @@ def test_ours_start_monitoring(side: Side) -> None:
             f"undoneMsgsTotal=0, undoneMsgsSingleMQ=0, undoneMsgsDelayTimeMills=0]") in lines, out
     assert all(line.startswith(f"[MONITOR] reportUndoneMsgs: UndoneMsgs [consumerGroup={ONLINE}, ")
                for line in lines[1:-1]), out
+
+
+async def _wait_order(sides: dict[str, Side], want: bool, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    got: dict[str, bool | None] = {}
+    while True:
+        for s in sides.values():
+            async with MQAdmin(s.namesrv) as admin:
+                tc = await admin.topic_config(s.broker, TOPIC)
+                got[s.name] = None if tc is None else tc.order
+        if all(v is want for v in got.values()):
+            return
+        assert time.monotonic() < deadline, f"order flags {got}, want {want}"
+        await asyncio.sleep(0.5)
+
+
+def test_order_conf_reaches_the_brokers(sides: dict[str, Side]) -> None:
+    """Last (OpsT becomes ordered for a while): a broker's periodic registration takes the
+    nameserver's ORDER_TOPIC_CONFIG keys as its ordered topics (upstream's checkOrderConfig),
+    so ``updateOrderConf -m put`` makes OpsT ordered on the broker and ``delete`` undoes it."""
+    for s in sides.values():
+        s.stock_tool("updateOrderConf", "-t", TOPIC, "-m", "put", "-v", "broker-a:4")
+    asyncio.run(_wait_order(sides, True))
+    for s in sides.values():
+        assert f"{TOPIC} " in s.ours("brokerConsumeStats", "-b", s.broker, "-o", "true")
+        s.stock_tool("updateOrderConf", "-t", TOPIC, "-m", "delete")
+    asyncio.run(_wait_order(sides, False))
