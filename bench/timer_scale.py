@@ -41,6 +41,9 @@ if __package__ in (None, ""):  # run as a script: make the repo root importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from aiorocketmq.bench._procs import ServerProcess, broker_process, namesrv_process
+from aiorocketmq.client import Message, Producer
+from aiorocketmq.client.admin.api import MQAdmin
+from aiorocketmq.protocol.bodies import TopicConfig
 
 __all__ = ["main", "run_side", "rss_mib", "dir_mib"]
 
@@ -163,8 +166,6 @@ def stock(tmp: Path, namesrv_addr: str) -> Side:
 async def send_round(namesrv_addr: str, count: int, window: int, timers: bool,
                      body: bytes) -> tuple[float, int]:
     """Send ``count`` messages, ``window`` in flight; (messages per second, failures)."""
-    from aiorocketmq import Message, Producer
-
     producer = Producer(f"TimerScalePG{random.randrange(10**6)}", namesrv_addr, send_msg_timeout_ms=30000)
     await producer.start()
     try:
@@ -197,8 +198,6 @@ async def send_round(namesrv_addr: str, count: int, window: int, timers: bool,
 
 
 async def runtime_info(namesrv_addr: str, addr: str) -> dict[str, str]:
-    from aiorocketmq.client.admin.api import MQAdmin
-
     async with MQAdmin(namesrv_addr) as admin:
         return await admin.broker_runtime_info(addr)
 
@@ -206,9 +205,6 @@ async def runtime_info(namesrv_addr: str, addr: str) -> dict[str, str]:
 async def create_topic(namesrv_addr: str, addr: str) -> None:
     """The topic, 4 queues, on the broker, and its route at the nameserver (stock 5.x's
     auto-creation waits for a registration round)."""
-    from aiorocketmq.client.admin.api import MQAdmin
-    from aiorocketmq.protocol.bodies import TopicConfig
-
     async with MQAdmin(namesrv_addr) as admin:
         await admin.create_topic(addr, TopicConfig(TOPIC, 4, 4))
         deadline = time.monotonic() + 60
@@ -235,8 +231,6 @@ async def wait_enqueued(namesrv_addr: str, addr: str, deadline_s: float) -> floa
 
 async def first_send(namesrv_addr: str) -> float:
     """Seconds until one plain send succeeds."""
-    from aiorocketmq import Message, Producer
-
     t0 = time.monotonic()
     producer = Producer(f"TimerScaleProbe{random.randrange(10**6)}", namesrv_addr)
     await producer.start()
