@@ -152,13 +152,16 @@ def main() -> None:
                         help="request header encoding (answers use the request's); default "
                              "ROCKETMQ, as stock's benchmark Producer is run")
     parser.add_argument("--python-put", action="store_true",
-                        help="the store's put path in Python although server/store/_put.c is "
-                             "built (the other C modules stay on): its before/after")
+                        help="the send's properties and the store's put path in Python although "
+                             "server/store/_put.c is built (the other C modules stay on): "
+                             "its before/after")
     args = parser.parse_args()
     if args.python_put:
+        from aiorocketmq.server.broker.processors import send
         from aiorocketmq.server.store import commit_log, index
         commit_log._write_record = None  # type: ignore[assignment]
         index._index_put = None  # type: ignore[assignment]
+        send._send_properties = None  # type: ignore[assignment]
     logging.disable(logging.WARNING)
     import uvloop
     uvloop.run(run(args))

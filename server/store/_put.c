@@ -30,6 +30,16 @@
  *   (end fields = this entry, index count = count + 1). Returns the new hash slot count.
  *   Refuses (IndexError) any slot, entry or header outside ``buf``, and (ValueError) a
  *   ``hash_slot_num`` or ``count`` below 1.
+ *
+ * send_properties(raw, cluster, suffix) -> (props, stored, wait) | None
+ *
+ *   processors/send.py's ``stored_properties`` for a canonical properties string: every
+ *   ``\x02``-separated segment ``key\x01value`` with both non-empty, no key twice, no
+ *   ``CLUSTER`` key. ``props``: the pairs in order without ``WAIT``, then ``CLUSTER`` =
+ *   ``cluster``, then ``WAIT`` when it was there; ``stored``: ``raw`` without its ``WAIT``
+ *   segment, then ``suffix`` (``\x02CLUSTER\x01`` + cluster; without its separator when
+ *   nothing is left before it); ``wait``: WAIT's value or None. None for any other
+ *   string (the Python function reads it). ``raw``, ``cluster`` and ``suffix`` are str.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -221,7 +231,92 @@ done:
     return result;
 }
 
+static PyObject *send_properties(PyObject *Py_UNUSED(self), PyObject *args) {
+    PyObject *raw, *cluster, *suffix;
+    if (!PyArg_ParseTuple(args, "UUU:send_properties", &raw, &cluster, &suffix)) return NULL;
+    Py_ssize_t n = PyUnicode_GET_LENGTH(raw), segments = 0;
+    int kind = PyUnicode_KIND(raw);
+    const void *data = PyUnicode_DATA(raw);
+    PyObject *props = PyDict_New(), *wait = NULL, *result = NULL;
+    Py_ssize_t wait_start = -1, wait_end = -1;  /* the WAIT segment, [start, end) */
+    if (!props) return NULL;
+    if (n == 0) goto not_canonical;
+    for (Py_ssize_t start = 0; start <= n;) {
+        Py_ssize_t end = start, sep = -1;
+        while (end < n) {
+            Py_UCS4 c = PyUnicode_READ(kind, data, end);
+            if (c == 2) break;
+            if (c == 1 && sep < 0) sep = end;
+            end++;
+        }
+        /* key = [start, sep), value = [sep + 1, end): both non-empty */
+        if (sep <= start || sep + 1 >= end) goto not_canonical;
+        PyObject *key = PyUnicode_Substring(raw, start, sep);
+        if (!key) goto error;
+        PyObject *value = PyUnicode_Substring(raw, sep + 1, end);
+        if (!value) { Py_DECREF(key); goto error; }
+        int is_wait = PyUnicode_CompareWithASCIIString(key, "WAIT") == 0;
+        int is_cluster = PyUnicode_CompareWithASCIIString(key, "CLUSTER") == 0;
+        int rc = 0;
+        segments++;
+        if (is_cluster || (is_wait && wait)) {
+            rc = 1;
+        } else if (is_wait) {
+            wait = value;
+            value = NULL;
+            wait_start = start;
+            wait_end = end;
+        } else {
+            rc = PyDict_SetItem(props, key, value) < 0 ? -1 : 0;
+        }
+        Py_DECREF(key);
+        Py_XDECREF(value);
+        if (rc < 0) goto error;
+        if (rc > 0) goto not_canonical;
+        start = end + 1;
+    }
+    if (PyDict_GET_SIZE(props) + (wait ? 1 : 0) != segments) goto not_canonical;  /* a key twice */
+    if (PyDict_SetItemString(props, "CLUSTER", cluster) < 0) goto error;
+    if (wait && PyDict_SetItemString(props, "WAIT", wait) < 0) goto error;
+    PyObject *stored;
+    if (!wait) {
+        stored = PyUnicode_Concat(raw, suffix);
+    } else {
+        /* raw without [wait_start, wait_end) and one separator next to it */
+        PyObject *before = NULL, *after = NULL, *base = NULL;
+        if (wait_start > 0) {
+            before = PyUnicode_Substring(raw, 0, wait_start - 1);
+            after = PyUnicode_Substring(raw, wait_end, n);
+        } else {
+            before = PyUnicode_Substring(raw, 0, 0);
+            after = PyUnicode_Substring(raw, wait_end < n ? wait_end + 1 : n, n);
+        }
+        if (before && after) base = PyUnicode_Concat(before, after);
+        Py_XDECREF(before);
+        Py_XDECREF(after);
+        if (!base) goto error;
+        if (PyUnicode_GET_LENGTH(base) == 0) {
+            stored = PyUnicode_Substring(suffix, 1, PyUnicode_GET_LENGTH(suffix));
+        } else {
+            stored = PyUnicode_Concat(base, suffix);
+        }
+        Py_DECREF(base);
+    }
+    if (!stored) goto error;
+    result = Py_BuildValue("(NNO)", props, stored, wait ? wait : Py_None);
+    props = NULL;
+    goto error;  /* the common exit: release what is still held */
+not_canonical:
+    result = Py_NewRef(Py_None);
+error:
+    Py_XDECREF(props);
+    Py_XDECREF(wait);
+    return result;
+}
+
 static PyMethodDef methods[] = {
+    {"send_properties", send_properties, METH_VARARGS,
+     "A send's stored properties from a canonical string, or None."},
     {"write_record", write_record, METH_VARARGS,
      "Write one stored record into a buffer; (size, offset msg id)."},
     {"index_put", index_put, METH_VARARGS,

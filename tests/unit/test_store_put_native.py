@@ -239,3 +239,46 @@ def _stamp(result: Any, inners: list[MessageExtBrokerInner]) -> tuple[Any, ...]:
             result.logics_offset,
             [(m.sys_flag, m.store_timestamp, m.queue_offset, m.commit_log_offset, m.msg_id,
               m.tags_code) for m in inners])
+
+
+# -- a send's properties --
+
+_piece = st.one_of(st.sampled_from(["WAIT", "CLUSTER", "true", "false", "a", "KEYS", "é", "\u4e2d",
+                                    "\U0001f600", "\x01", "\x02", ""]),
+                   st.text(max_size=6))
+_raw = st.one_of(
+    st.lists(st.tuples(_piece, _piece), max_size=6).map(
+        lambda kv: "\x02".join(f"{k}\x01{v}" for k, v in kv)),
+    st.lists(_piece, max_size=12).map("".join))
+
+
+@settings(max_examples=1500, deadline=None)
+@given(_raw, st.sampled_from(["DefaultCluster", "c", "\u4e2d"]))
+@example("WAIT\x01true", "c")
+@example("a\x01b\x02WAIT\x01false", "c")
+@example("WAIT\x01true\x02a\x01b", "c")
+@example("a\x01b\x02WAIT\x01true\x02c\x01d", "c")
+@example("a\x01b\x02a\x01c", "c")
+@example("WAIT\x01true\x02WAIT\x01false", "c")
+@example("a\x01\x01b", "c")
+def test_send_properties_is_stored_properties(raw: str, cluster: str) -> None:
+    from aiorocketmq.protocol.message import decode_properties
+    from aiorocketmq.server.broker.processors.send import stored_properties
+
+    want = stored_properties(raw, cluster)
+    got = _native().send_properties(raw, cluster, f"\x02CLUSTER\x01{cluster}")
+    decoded = decode_properties(raw)
+    canonical = bool(raw) and "CLUSTER" not in decoded and len(decoded) == raw.count("\x02") + 1
+    assert (got is not None) == canonical
+    if got is not None:
+        assert list(got[0].items()) == list(want[0].items())
+        assert got[1:] == want[1:]
+
+
+def test_send_uses_the_c_properties() -> None:
+    from aiorocketmq.server.broker.processors import send
+
+    if NO_EXTENSIONS:
+        assert send._send_properties is None
+    else:
+        assert send._send_properties is _native().send_properties

@@ -62,6 +62,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
+from aiorocketmq import refuse_extension
 from aiorocketmq.logs import get_logger
 from aiorocketmq.protocol.bodies import TopicConfig
 from aiorocketmq.protocol.channel import Channel, Handler
@@ -87,6 +88,14 @@ from aiorocketmq.protocol.message import (
 from aiorocketmq.server.store.inner import MessageExtBrokerInner, PutMessageResult, PutMessageStatus
 
 from ..topic_config import validate_topic
+
+# A canonical properties string's map and stored string in C (server/store/_put.c), else
+# None: ``stored_properties`` below, its reference, reads every string.
+try:
+    refuse_extension("aiorocketmq.server.store._put")
+    from aiorocketmq.server.store._put import send_properties as _send_properties
+except ImportError:
+    _send_properties = None  # type: ignore[assignment]
 
 if TYPE_CHECKING:
     from ..controller import BrokerController
@@ -291,26 +300,12 @@ class SendMessageProcessor:
                      header: SendMessageRequestHeader, tc: TopicConfig, queue_id: int,
                      response: RemotingCommand) -> RemotingCommand | Awaitable[RemotingCommand]:
         raw = header.properties or ""
-        props = decode_properties(raw)
         cluster = self._b.config.broker_cluster_name
-        canonical = _CLUSTER not in props and len(props) == raw.count(_PS) + 1
-        props[_CLUSTER] = cluster
-        # Upstream stores the string without WAIT (9 bytes saved per message) but keeps
-        # WAIT in the map the store reads for SYNC_FLUSH.
-        wait = props.pop(_WAIT, None)
-        if not canonical:
-            base = None
-        elif wait is None:
-            base = raw
-        else:
-            base = _without_segment(raw, _WAIT + _NV + wait)
-        if base is None:
-            stored = encode_properties(props)
-        else:  # encode_properties(props) by slicing: CLUSTER is the last key added
-            stored = f"{base}{_PS}{_CLUSTER}{_NV}{cluster}" if base else f"{_CLUSTER}{_NV}{cluster}"
-        if wait is not None:
-            props[_WAIT] = wait
-        if props.get(_TRAN_MSG, "").lower() == "true" and self._b.config.reject_transaction_message:
+        fast = (_send_properties(raw, cluster, _PS + _CLUSTER + _NV + cluster)
+                if _send_properties is not None and raw else None)
+        props, stored, wait = stored_properties(raw, cluster) if fast is None else fast
+        if _TRAN_MSG in props and props[_TRAN_MSG].lower() == "true" \
+                and self._b.config.reject_transaction_message:
             return _fail_response(response, ResponseCode.NO_PERMISSION,
                                   f"the broker[{self._b.config.broker_ip1}] sending transaction "
                                   "message is forbidden")
@@ -457,6 +452,34 @@ def _fail_response(response: RemotingCommand, code: int, remark: str) -> Remotin
     response.code = code
     response.remark = remark
     return response
+
+
+def stored_properties(raw: str, cluster: str) -> tuple[dict[str, str], str, str | None]:
+    """A single send's properties: the map the store reads, the string it stores, WAIT's value.
+
+    The map is ``decode_properties(raw)`` with ``CLUSTER`` = ``cluster`` (after the
+    sender's keys, before ``WAIT``); the string is ``encode_properties`` of that map without
+    ``WAIT`` (upstream stores the string without WAIT, 9 bytes saved per message, but keeps
+    WAIT in the map the store reads for SYNC_FLUSH), computed by slicing ``raw`` when it is
+    canonical. ``_put.send_properties`` (C) gives the same for canonical strings.
+    """
+    props = decode_properties(raw)
+    canonical = _CLUSTER not in props and len(props) == raw.count(_PS) + 1
+    props[_CLUSTER] = cluster
+    wait = props.pop(_WAIT, None)
+    if not canonical:
+        base = None
+    elif wait is None:
+        base = raw
+    else:
+        base = _without_segment(raw, _WAIT + _NV + wait)
+    if base is None:
+        stored = encode_properties(props)
+    else:  # encode_properties(props) by slicing: CLUSTER is the last key added
+        stored = f"{base}{_PS}{_CLUSTER}{_NV}{cluster}" if base else f"{_CLUSTER}{_NV}{cluster}"
+    if wait is not None:
+        props[_WAIT] = wait
+    return props, stored, wait
 
 
 def _without_segment(raw: str, segment: str) -> str | None:
