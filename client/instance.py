@@ -44,7 +44,6 @@ the API timeout per call.
 from __future__ import annotations
 
 import asyncio
-import enum
 import logging
 import random
 from collections.abc import Awaitable, Callable, Iterable
@@ -79,6 +78,7 @@ from aiorocketmq.protocol.headers import (
 )
 from aiorocketmq.protocol.message import MessageExt, decode_message
 from aiorocketmq.protocol.remoting_client import RemotingClient
+from aiorocketmq.protocol.routine import ServiceState
 
 from .api import MQClientAPI
 from .config import ClientConfig
@@ -101,15 +101,6 @@ log = get_logger("aiorocketmq.client.instance")
 
 FAQ_URL = "\nSee http://rocketmq.apache.org/docs/faq/ for further details."
 LOCK_TIMEOUT = 3.0  # LOCK_TIMEOUT_MILLIS: route / heartbeat lock waits
-
-
-class ServiceState(enum.Enum):
-    """``ServiceState`` of producers, consumers and the instance."""
-
-    CREATE_JUST = "CREATE_JUST"
-    RUNNING = "RUNNING"
-    SHUTDOWN_ALREADY = "SHUTDOWN_ALREADY"
-    START_FAILED = "START_FAILED"
 
 
 class ProducerHook(Protocol):

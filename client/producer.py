@@ -66,10 +66,11 @@ from aiorocketmq.protocol.message import (
     encode_batch,
     encode_properties,
 )
+from aiorocketmq.protocol.routine import ServiceState
 
 from .api import SendResult, SendStatus
 from .config import ClientConfig
-from .instance import FAQ_URL, MQClientInstance, ServiceState
+from .instance import FAQ_URL, MQClientInstance
 from .trace import AsyncTraceDispatcher, TraceContext, Tracer
 
 __all__ = [

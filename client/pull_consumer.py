@@ -47,11 +47,12 @@ from aiorocketmq.protocol.headers import (
     PullMessageRequestHeader,
 )
 from aiorocketmq.protocol.message import MessageExt
+from aiorocketmq.protocol.routine import ServiceState
 
 from .allocate import AllocateMessageQueueAveragely, AllocateStrategy
 from .api import PullResult, PullStatus, process_pull_result
 from .config import ClientConfig
-from .instance import FAQ_URL, MQClientInstance, ServiceState, route_to_subscribe_queues
+from .instance import FAQ_URL, MQClientInstance, route_to_subscribe_queues
 from .offset_store import OffsetStore, ReadOffsetType, open_offset_store
 from .process_queue import ProcessQueue
 from .producer import Validators

@@ -58,10 +58,11 @@ from aiorocketmq.protocol.codes import MessageConst, MixAll
 from aiorocketmq.protocol.errors import MQClientError
 from aiorocketmq.protocol.headers import CheckTransactionStateRequestHeader
 from aiorocketmq.protocol.message import Message, MessageExt
+from aiorocketmq.protocol.routine import ServiceState
 
 from .allocate import AllocateMessageQueueAveragely, AllocateStrategy
 from .config import ClientConfig
-from .instance import FAQ_URL, MQClientInstance, ServiceState
+from .instance import FAQ_URL, MQClientInstance
 from .offset_store import OffsetStore, open_offset_store
 from .process_queue import ProcessQueue
 from .producer import Producer, Validators

@@ -7,17 +7,33 @@ periodic services (``AclFileWatcher``, ``SlaveSynchronize``,
 
 ``await cancel_and_wait(tasks)``: cancel every task, then wait for each to end (a task's
 own CancelledError is swallowed; any other exception it ends with propagates). Services
-that own several tasks stop them with it.
+that own several tasks stop them with it, and so does any code that cancels a task and then
+waits for it to end.
+
+``ServiceState``: where a service is in its life, as upstream's ``common.ServiceState``:
+``CREATE_JUST`` until ``start()``, ``START_FAILED`` while starting (and after a start that
+raised), ``RUNNING`` once started, ``SHUTDOWN_ALREADY`` from the first ``shutdown()`` on.
+The clients' producers, consumers and instance and the HA service keep theirs in it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import enum
 from collections.abc import Callable, Coroutine, Iterable
 from typing import Any
 
-__all__ = ["Routine", "cancel_and_wait"]
+__all__ = ["Routine", "ServiceState", "cancel_and_wait"]
+
+
+class ServiceState(enum.Enum):
+    """Upstream ``ServiceState`` of a service (see the module docstring)."""
+
+    CREATE_JUST = "CREATE_JUST"
+    RUNNING = "RUNNING"
+    SHUTDOWN_ALREADY = "SHUTDOWN_ALREADY"
+    START_FAILED = "START_FAILED"
 
 
 async def cancel_and_wait(tasks: Iterable[asyncio.Task[Any]]) -> None:

@@ -27,6 +27,7 @@ import socket
 from typing import TYPE_CHECKING, TypeVar
 
 from aiorocketmq.logs import get_logger
+from aiorocketmq.protocol.routine import ServiceState
 
 from .client import HAClient
 from .connection import HAConnection
@@ -67,7 +68,7 @@ class HAService:
         self.client = HAClient(store, self.config) if self.config.is_slave else None
         self._server: asyncio.AbstractServer | None = None
         self.port = 0
-        self._state = "new"
+        self._state = ServiceState.CREATE_JUST
 
     # -- lifecycle --
 
@@ -77,11 +78,11 @@ class HAService:
         Raises:
             OSError: the HA port cannot be bound.
         """
-        if self._state != "new":
-            raise RuntimeError(f"HAService.start(): service is {self._state}")
+        if self._state is not ServiceState.CREATE_JUST:
+            raise RuntimeError(f"HAService.start(): service is {self._state.name}")
         self._server = await asyncio.start_server(self._accept, host, port, reuse_address=True)
         self.port = self._server.sockets[0].getsockname()[1]
-        self._state = "running"
+        self._state = ServiceState.RUNNING
         if self.client is not None:
             master = self.config.ha_master_address
             if master and len(master) >= 6:  # BrokerController.initialize
@@ -90,10 +91,10 @@ class HAService:
         log.info("ha.started", port=self.port, role=self.config.broker_role)
 
     async def stop(self) -> None:
-        if self._state in ("stopped", "new"):
-            self._state = "stopped"
+        running = self._state is ServiceState.RUNNING
+        self._state = ServiceState.SHUTDOWN_ALREADY
+        if not running:
             return
-        self._state = "stopped"
         if self.client is not None:
             await self.client.stop()
         if self._server is not None:
@@ -107,7 +108,7 @@ class HAService:
         self.group_transfer.close()
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        if self._state != "running":
+        if self._state is not ServiceState.RUNNING:
             writer.close()
             return
         sock = writer.get_extra_info("socket")
