@@ -3,7 +3,9 @@
 ``start()`` creates the task once (a second call does nothing); ``await stop()`` cancels it
 and waits for it to end, and does nothing when it is not running. Shared by the broker's
 periodic services (``AclFileWatcher``, ``SlaveSynchronize``,
-``TransactionalMessageCheckService``), which keep their own loops.
+``TransactionalMessageCheckService``, ``ClientHousekeepingService``,
+``PullRequestHoldService``, ``registerBrokerAll``, ``persistConsumerOffset``), which keep
+their own loops.
 
 ``await cancel_and_wait(tasks)``: cancel every task, then wait for each to end (a task's
 own CancelledError is swallowed; any other exception it ends with propagates). Services
@@ -13,7 +15,8 @@ waits for it to end.
 ``ServiceState``: where a service is in its life, as upstream's ``common.ServiceState``:
 ``CREATE_JUST`` until ``start()``, ``START_FAILED`` while starting (and after a start that
 raised), ``RUNNING`` once started, ``SHUTDOWN_ALREADY`` from the first ``shutdown()`` on.
-The clients' producers, consumers and instance and the HA service keep theirs in it.
+The clients' producers, consumers and instance, the broker and the HA service keep theirs
+in it.
 """
 
 from __future__ import annotations

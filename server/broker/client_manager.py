@@ -38,6 +38,7 @@ from aiorocketmq.protocol.codes import MixAll, RequestCode
 from aiorocketmq.protocol.command import RemotingCommand
 from aiorocketmq.protocol.errors import RemotingError
 from aiorocketmq.protocol.headers import NotifyConsumerIdsChangedRequestHeader
+from aiorocketmq.protocol.routine import Routine
 
 __all__ = [
     "ClientChannelInfo",
@@ -354,12 +355,10 @@ class ClientHousekeeping:
     def __init__(self, producers: ProducerManager, consumers: ConsumerManager) -> None:
         self._producers = producers
         self._consumers = consumers
-        self._task: asyncio.Task[None] | None = None
+        self._routine = Routine(self._housekeeping_routine, "ClientHousekeepingService")
 
     def start(self) -> None:
-        if self._task is None:
-            self._task = asyncio.get_running_loop().create_task(
-                self._housekeeping_routine(), name="ClientHousekeepingService")
+        self._routine.start()
 
     def scan_not_active_channels(self) -> int:
         now = _now()
@@ -379,11 +378,4 @@ class ClientHousekeeping:
             self.scan_not_active_channels()
 
     async def stop(self) -> None:
-        task = self._task
-        self._task = None
-        if task is not None:
-            task.cancel()
-            try:
-                await task
-            except asyncio.CancelledError:
-                pass
+        await self._routine.stop()

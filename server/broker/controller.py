@@ -64,6 +64,7 @@ from aiorocketmq.protocol.codes import ResponseCode
 from aiorocketmq.protocol.command import RemotingCommand
 from aiorocketmq.protocol.remoting_server import RemotingServer
 from aiorocketmq.protocol.request_specs import broker_specs, edge_check
+from aiorocketmq.protocol.routine import Routine, ServiceState
 from aiorocketmq.protocol.tls import TlsConfig
 from aiorocketmq.protocol.validation import guard
 from aiorocketmq.server.metrics import BrokerMetrics
@@ -178,7 +179,7 @@ class BrokerController:
         self.timer: TimerMessageStore | None = None
         self.transactions: TransactionalMessageService | None = None
         self.transaction_check: TransactionalMessageCheckService | None = None
-        self._offset_task: asyncio.Task[None] | None = None
+        self._offset_routine = Routine(self._persist_offsets_routine, "persistConsumerOffset")
         self.ha: HAService | None = None
         self.slave_sync = SlaveSynchronize(self)
         self.fast_server: RemotingServer | None = None  # listenPort - 2, upstream's VIP channel
@@ -186,7 +187,7 @@ class BrokerController:
         self.acl_watcher: AclFileWatcher | None = None
         self.dledger_roles: DLedgerRoleChangeHandler | None = None
         self._specs = broker_specs()
-        self._state = "new"
+        self._state = ServiceState.CREATE_JUST
 
     @property
     def broker_addr(self) -> str:
@@ -195,9 +196,9 @@ class BrokerController:
     # -- lifecycle ------------------------------------------------------------------------
 
     async def start(self) -> None:
-        if self._state != "new":
-            raise RuntimeError(f"BrokerController.start(): broker is {self._state}")
-        self._state = "starting"
+        if self._state is not ServiceState.CREATE_JUST:
+            raise RuntimeError(f"BrokerController.start(): broker is {self._state.name}")
+        self._state = ServiceState.START_FAILED  # until it gets to the end, as upstream
         dledger = self.store_config.is_dledger
         if dledger:
             self.store_config.broker_role = "SLAVE"  # until elected and caught up
@@ -288,9 +289,8 @@ class BrokerController:
         self.namesrv.start()
         if self.dledger_roles is not None:
             self.dledger_roles.start()
-        self._offset_task = asyncio.get_running_loop().create_task(
-            self._persist_offsets_routine(), name="persistConsumerOffset")
-        self._state = "running"
+        self._offset_routine.start()
+        self._state = ServiceState.RUNNING
         log.info("broker.started", broker=c.broker_name, addr=c.broker_addr,
                  namesrv=c.namesrv_addr, metrics=self.metrics.address)
 
@@ -394,10 +394,10 @@ class BrokerController:
 
     async def shutdown(self) -> None:
         """Stop everything in order (see the module docstring). Idempotent."""
-        if self._state in ("stopping", "stopped"):
+        if self._state is ServiceState.SHUTDOWN_ALREADY:
             return
-        started = self._state == "running"
-        self._state = "stopping"
+        started = self._state is ServiceState.RUNNING
+        self._state = ServiceState.SHUTDOWN_ALREADY
         # Stop accepting, then let running handlers (SYNC_FLUSH sends awaiting their group
         # commit) answer while the store still runs; bounded by the flush timeout.
         self.server.stop_accepting()
@@ -406,9 +406,7 @@ class BrokerController:
         await self.metrics.stop()
         # From here on every step runs even when an earlier one failed (logged): the
         # metadata files get written and the store closes, which removes the abort file.
-        if self._offset_task is not None:
-            self._offset_task.cancel()
-            await _shutdown_step("persistConsumerOffset", self._offset_task)
+        await _shutdown_step("persistConsumerOffset", self._offset_routine.stop())
         if self.acl_watcher is not None:
             await _shutdown_step("acl_watcher", self.acl_watcher.stop())
         if self.pull_hold is not None:
@@ -443,5 +441,4 @@ class BrokerController:
         if self.store is not None:
             await _shutdown_step("store", self.store.shutdown())
         await _shutdown_step("namesrv_client", self.namesrv.close())
-        self._state = "stopped"
         log.info("broker.stopped", broker=self.config.broker_name)

@@ -40,6 +40,7 @@ from typing import Protocol
 from aiorocketmq.logs import get_logger
 from aiorocketmq.protocol.channel import Channel
 from aiorocketmq.protocol.command import RemotingCommand
+from aiorocketmq.protocol.routine import Routine
 
 __all__ = ["PullRequest", "PullRequestHoldService", "CHECK_INTERVAL_MS"]
 
@@ -120,7 +121,7 @@ class PullRequestHoldService:
         self.max_total = max_total
         self._table: dict[str, list[PullRequest]] = {}
         self._total = 0
-        self._task: asyncio.Task[None] | None = None
+        self._routine = Routine(self._check_routine, "PullRequestHoldService")
         self._stopped = False
         self.wake_observer: Callable[[float], None] | None = None
 
@@ -256,9 +257,7 @@ class PullRequestHoldService:
     # -- lifecycle ------------------------------------------------------------------------
 
     def start(self) -> None:
-        if self._task is None:
-            self._task = asyncio.get_running_loop().create_task(
-                self._check_routine(), name="PullRequestHoldService")
+        self._routine.start()
 
     async def _check_routine(self) -> None:
         while True:
@@ -268,14 +267,7 @@ class PullRequestHoldService:
     async def stop(self) -> None:
         """Answer every parked pull now (with what the store holds) and stop the checker."""
         self._stopped = True
-        task = self._task
-        self._task = None
-        if task is not None:
-            task.cancel()
-            try:
-                await task
-            except asyncio.CancelledError:
-                pass
+        await self._routine.stop()
         pending = [p for waiting in self._table.values() for p in waiting]
         self._table.clear()
         self._total = 0

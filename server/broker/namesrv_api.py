@@ -57,6 +57,7 @@ from aiorocketmq.protocol.headers import (
     UnRegisterBrokerRequestHeader,
 )
 from aiorocketmq.protocol.remoting_client import RemotingClient
+from aiorocketmq.protocol.routine import Routine
 
 from .config import BrokerConfig
 
@@ -80,7 +81,7 @@ class BrokerOuterAPI:
         self._build_wrapper = build_wrapper
         self._client = RemotingClient(ssl=ssl)  # -Dtls.enable=true: TLS to nameservers
         self._client.update_namesrv_address_list(config.namesrv_addr_list)
-        self._periodic_task: asyncio.Task[None] | None = None
+        self._periodic = Routine(self._register_routine, "registerBrokerAll")
         self._oneway_task: asyncio.Task[None] | None = None
         self._oneway_again = False
         self.ha_server_addr: str | None = None
@@ -226,9 +227,7 @@ class BrokerOuterAPI:
     # -- lifecycle ------------------------------------------------------------------------
 
     def start(self) -> None:
-        if self._periodic_task is None:
-            self._periodic_task = asyncio.get_running_loop().create_task(
-                self._register_routine(), name="registerBrokerAll")
+        self._periodic.start()
 
     async def _register_routine(self) -> None:
         await asyncio.sleep(FIRST_REGISTER_DELAY)
@@ -239,14 +238,7 @@ class BrokerOuterAPI:
 
     async def stop(self) -> None:
         """Stop the periodic registration and finish a pending oneway one; keep the client."""
-        task = self._periodic_task
-        self._periodic_task = None
-        if task is not None:
-            task.cancel()
-            try:
-                await task
-            except asyncio.CancelledError:
-                pass
+        await self._periodic.stop()
         oneway = self._oneway_task
         if oneway is not None:
             await oneway

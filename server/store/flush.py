@@ -27,12 +27,12 @@ Upstream: ``CommitLog.FlushRealTimeService``, ``CommitLog.GroupCommitService``,
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import Executor
 
 from aiorocketmq.logs import get_logger
+from aiorocketmq.protocol.routine import cancel_and_wait
 
 from .checkpoint import StoreCheckpoint
 from .commit_log import CommitLog
@@ -108,11 +108,8 @@ class FlushService:
 
     async def stop(self) -> None:
         """Stop the routines, flush everything, write the final checkpoint."""
-        for task in (self._commit_task, self._logics_task):
-            if task is not None and not task.done():
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
+        await cancel_and_wait(task for task in (self._commit_task, self._logics_task)
+                              if task is not None and not task.done())
         loop = asyncio.get_running_loop()
         flushed = await loop.run_in_executor(self._executor, self._commit_log.mfq.flush, 0)
         self._complete_up_to(flushed)

@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING
 
 from aiorocketmq.logs import get_logger
 from aiorocketmq.protocol.backoff import Backoff
+from aiorocketmq.protocol.routine import cancel_and_wait
 
 from .wire import HAWireError, SlaveFrameDecoder, encode_offset_report
 
@@ -87,9 +88,7 @@ class HAClient:
     async def stop(self) -> None:
         task, self._task = self._task, None
         if task is not None and not task.done():
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+            await cancel_and_wait((task,))
 
     async def _client_routine(self) -> None:
         loop = asyncio.get_running_loop()

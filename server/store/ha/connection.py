@@ -24,6 +24,7 @@ import contextlib
 from typing import TYPE_CHECKING
 
 from aiorocketmq.logs import get_logger
+from aiorocketmq.protocol.routine import cancel_and_wait
 
 from .wire import OffsetReportDecoder, encode_frame_header
 
@@ -64,9 +65,7 @@ class HAConnection:
     async def close(self) -> None:
         task = self._task
         if task is not None and not task.done():
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+            await cancel_and_wait((task,))
 
     async def _run_routine(self) -> None:
         loop = asyncio.get_running_loop()
