@@ -53,6 +53,7 @@ from typing import Annotated, Any, ClassVar, Self, TypeVar, dataclass_transform
 from .codes import RequestCode
 from .command import RemotingCommand
 from .errors import HeaderError
+from .javautil import camel_case
 
 __all__ = [
     "Int32",
@@ -60,7 +61,6 @@ __all__ = [
     "CommandHeader",
     "command_header",
     "wire",
-    "camel_case",
     "decode_header",
     "decode_send_request_header",
     # send
@@ -245,12 +245,6 @@ _KINDS: dict[str, tuple[_Parser | None, _Formatter]] = {
     "bool": (_parse_bool, _format_bool),
     "float": (_parse_float, _format_float),
 }
-
-
-def camel_case(name: str) -> str:
-    """``consumer_group`` -> ``consumerGroup``; ``body_crc32`` -> ``bodyCrc32``."""
-    head, *rest = name.split("_")
-    return head + "".join(p[:1].upper() + p[1:] for p in rest)
 
 
 _UnionType = type(int | None)

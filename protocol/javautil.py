@@ -1,16 +1,22 @@
-"""Java behaviours the wire depends on: ``String.hashCode`` and ``HashMap`` iteration order.
+"""Java behaviours the wire depends on: ``String.hashCode``, ``HashMap`` iteration order, and
+the one mapping between our snake_case names and Java's camelCase keys.
 
 ``String.hashCode`` gives consume-queue tag codes and HEART_BEAT ``codeSet``
 (docs/PROTOCOL.md 4.6, 6.1). ``HashMap`` order is the order fastjson writes
 ``extFields`` in (docs/PROTOCOL.md 2.2); we reproduce it so our JSON headers are
 byte-identical to Java's, which the captured vectors check.
+
+``camel_case`` / ``snake_case`` are the mechanical spelling of a Java field or getter name
+from our attribute and back: custom headers, the broker's and the store's config keys
+use them, each with its own table of the names upstream spells otherwise.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
-__all__ = ["java_string_hash", "java_hashmap_order"]
+__all__ = ["java_string_hash", "java_hashmap_order", "camel_case", "snake_case"]
 
 _hash_cache: dict[str, int] = {}
 
@@ -77,3 +83,17 @@ def java_concurrent_hashmap_order(keys: Iterable[str], initial_capacity: int = 1
                for i, k in enumerate(keys)]
     indexed.sort()
     return [k for _, _, k in indexed]
+
+
+def camel_case(name: str) -> str:
+    """``consumer_group`` -> ``consumerGroup``; ``body_crc32`` -> ``bodyCrc32``."""
+    head, *rest = name.split("_")
+    return head + "".join(p[:1].upper() + p[1:] for p in rest)
+
+
+_UPPER = re.compile(r"(?<=[a-z0-9])([A-Z])")
+
+
+def snake_case(key: str) -> str:
+    """``flushDiskType`` -> ``flush_disk_type``: ``camel_case`` read backwards."""
+    return _UPPER.sub(r"_\1", key).lower()

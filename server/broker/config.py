@@ -26,10 +26,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aiorocketmq.protocol.codes import Perm, SystemTopic
-from aiorocketmq.server.store.config import MessageStoreConfig, parse_property_value
+from aiorocketmq.server.store.config import MessageStoreConfig, parse_property_value, store_key
 
-__all__ = ["BrokerConfig", "STORE_KEYS", "load_broker_configs", "snake_to_camel",
-           "store_config_to_properties", "unknown_broker_keys"]
+__all__ = ["BrokerConfig", "load_broker_configs", "store_config_to_properties",
+           "unknown_broker_keys"]
 
 
 def _key(name: str, default: Any = dataclasses.MISSING, **kw: Any) -> Any:
@@ -175,8 +175,7 @@ def unknown_broker_keys(props: Mapping[str, Any]) -> list[tuple[str, str | None]
     since a misspelt ``listenPort`` otherwise leaves the broker on its default port.
     """
     known = [f.metadata["key"] for f in dataclasses.fields(BrokerConfig)]
-    known += [STORE_KEYS.get(f.name) or snake_to_camel(f.name)
-              for f in dataclasses.fields(MessageStoreConfig)]
+    known += [store_key(f.name) for f in dataclasses.fields(MessageStoreConfig)]
     out: list[tuple[str, str | None]] = []
     for key in props:
         if key in known or MessageStoreConfig.knows_key(key):
@@ -194,24 +193,6 @@ def load_broker_configs(props: Mapping[str, Any]) -> tuple[BrokerConfig, Message
     return BrokerConfig.from_properties(props), MessageStoreConfig.from_properties(props)
 
 
-# MessageStoreConfig attribute -> upstream key where the mechanical camelCase differs.
-STORE_KEYS = {
-    "flush_interval_commit_log_ms": "flushIntervalCommitLog",
-    "flush_commit_log_thorough_interval_ms": "flushCommitLogThoroughInterval",
-    "flush_interval_consume_queue_ms": "flushIntervalConsumeQueue",
-    "flush_consume_queue_thorough_interval_ms": "flushConsumeQueueThoroughInterval",
-    "sync_flush_timeout_ms": "syncFlushTimeout",
-    "clean_resource_interval_ms": "cleanResourceInterval",
-    "check_crc_on_recover": "checkCRCOnRecover",
-    "ha_send_heartbeat_interval_ms": "haSendHeartbeatInterval",
-    "ha_housekeeping_interval_ms": "haHousekeepingInterval",
-    "slave_timeout_ms": "slaveTimeout",
-    "os_page_cache_busy_timeout_ms": "osPageCacheBusyTimeOutMills",
-    "enable_dleger_commit_log": "enableDLegerCommitLog",
-    "store_path_dledger_commit_log": "storePathDLedgerCommitLog",
-}
-
-
 def store_config_to_properties(store: MessageStoreConfig) -> str:
     """The store's options as upstream ``key=value`` lines."""
     lines = []
@@ -219,15 +200,9 @@ def store_config_to_properties(store: MessageStoreConfig) -> str:
         value = getattr(store, f.name)
         if value is None:
             continue
-        key = STORE_KEYS.get(f.name) or snake_to_camel(f.name)
+        key = store_key(f.name)
         lines.append(f"{key}={_render(value)}\n")
     return "".join(lines)
-
-
-def snake_to_camel(name: str) -> str:
-    """``flush_disk_type`` -> ``flushDiskType``: the store keys' mechanical spelling."""
-    head, *rest = name.split("_")
-    return head + "".join(p[:1].upper() + p[1:] for p in rest)
 
 
 def _render(value: Any) -> str:

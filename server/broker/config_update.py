@@ -38,9 +38,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from aiorocketmq.protocol.validation import MAX_QUEUE_NUMS
-from aiorocketmq.server.store.config import MessageStoreConfig
+from aiorocketmq.server.store.config import MessageStoreConfig, store_key
 
-from .config import STORE_KEYS, BrokerConfig, snake_to_camel
+from .config import BrokerConfig
 
 __all__ = ["ConfigUpdateError", "plan_config_update", "STOCK_BROKER_KEYS", "LIVE_REFUSED_KEYS",
            "Assignment"]
@@ -271,8 +271,7 @@ def _broker_fields() -> dict[str, str]:
 
 
 def _store_fields() -> dict[str, str]:
-    return {(STORE_KEYS.get(f.name) or snake_to_camel(f.name)): f.name
-            for f in dataclasses.fields(MessageStoreConfig)}
+    return {store_key(f.name): f.name for f in dataclasses.fields(MessageStoreConfig)}
 
 
 def _check_java_syntax(key: str, value: str, java_type: str) -> None:

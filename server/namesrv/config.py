@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from aiorocketmq.protocol.codes import MixAll
+from aiorocketmq.protocol.javautil import camel_case
 
 __all__ = ["NamesrvConfig", "ConfigError", "PATH_KEYS", "STOCK_NAMESRV_KEYS", "config_key_report"]
 
@@ -156,21 +157,15 @@ class NamesrvConfig:
         return self.scan_not_active_broker_interval_ms / 1000
 
 
-# Property key -> attribute, in the order GET_NAMESRV_CONFIG lists them.
+# Attributes whose upstream key is not their mechanical camelCase: our durations say the unit.
+_KEYS = {
+    "scan_not_active_broker_interval_ms": "scanNotActiveBrokerInterval",
+    "broker_channel_expired_time_ms": "brokerChannelExpiredTime",
+}
+# Property key -> attribute, in field order (the order GET_NAMESRV_CONFIG lists them).
 _ATTR_BY_KEY: dict[str, str] = {
-    "rocketmqHome": "rocketmq_home",
-    "kvConfigPath": "kv_config_path",
-    "configStorePath": "config_store_path",
-    "productEnvName": "product_env_name",
-    "clusterTest": "cluster_test",
-    "orderMessageEnable": "order_message_enable",
-    "listenPort": "listen_port",
-    "bindAddress": "bind_address",
-    "serverChannelMaxIdleTimeSeconds": "server_channel_max_idle_time_seconds",
-    "serverOnewaySemaphoreValue": "server_oneway_semaphore_value",
-    "serverAsyncSemaphoreValue": "server_async_semaphore_value",
-    "scanNotActiveBrokerInterval": "scan_not_active_broker_interval_ms",
-    "brokerChannelExpiredTime": "broker_channel_expired_time_ms",
+    _KEYS.get(f.name) or camel_case(f.name): f.name
+    for f in dataclasses.fields(NamesrvConfig) if f.name != "extra"
 }
 
 # Values outside these ranges would stop the server working (a zero scan period spins).

@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from aiorocketmq.protocol.javautil import camel_case, snake_case
+
 __all__ = ["MessageStoreConfig", "ASYNC_FLUSH", "SYNC_FLUSH", "CQ_STORE_UNIT_SIZE",
-           "parse_property_value"]
+           "parse_property_value", "STORE_KEYS", "store_key"]
 
 ASYNC_FLUSH = "ASYNC_FLUSH"
 SYNC_FLUSH = "SYNC_FLUSH"
@@ -188,36 +189,41 @@ class MessageStoreConfig:
 
     @staticmethod
     def _field_of(key: str, types: Mapping[str, Any]) -> str | None:
-        name = _ALIASES.get(key) or _camel_to_snake(key)
+        name = _ATTR_BY_KEY.get(key) or snake_case(key)
         if name in types:
             return name
         return name + "_ms" if name + "_ms" in types else None
 
 
-# Keys whose upstream spelling does not map mechanically to ours.
-_ALIASES = {
+# MessageStoreConfig attribute -> upstream key, where the key is not the attribute's
+# mechanical camelCase (javautil.camel_case): our durations say their unit, and a few Java
+# names have their own spelling. The one table; read both ways.
+STORE_KEYS = {
+    "flush_interval_commit_log_ms": "flushIntervalCommitLog",
+    "flush_commit_log_thorough_interval_ms": "flushCommitLogThoroughInterval",
+    "flush_interval_consume_queue_ms": "flushIntervalConsumeQueue",
+    "flush_consume_queue_thorough_interval_ms": "flushConsumeQueueThoroughInterval",
+    "sync_flush_timeout_ms": "syncFlushTimeout",
+    "clean_resource_interval_ms": "cleanResourceInterval",
+    "check_crc_on_recover": "checkCRCOnRecover",
+    "ha_send_heartbeat_interval_ms": "haSendHeartbeatInterval",
+    "ha_housekeeping_interval_ms": "haHousekeepingInterval",
+    "slave_timeout_ms": "slaveTimeout",
+    "os_page_cache_busy_timeout_ms": "osPageCacheBusyTimeOutMills",
+    "enable_dleger_commit_log": "enableDLegerCommitLog",
+    "store_path_dledger_commit_log": "storePathDLedgerCommitLog",
+}
+# Older spellings upstream still reads (4.x configs say ``maped``).
+_LEGACY_KEYS = {
     "mapedFileSizeCommitLog": "mapped_file_size_commit_log",
     "mapedFileSizeConsumeQueue": "mapped_file_size_consume_queue",
-    "flushIntervalCommitLog": "flush_interval_commit_log_ms",
-    "flushCommitLogThoroughInterval": "flush_commit_log_thorough_interval_ms",
-    "flushIntervalConsumeQueue": "flush_interval_consume_queue_ms",
-    "flushConsumeQueueThoroughInterval": "flush_consume_queue_thorough_interval_ms",
-    "syncFlushTimeout": "sync_flush_timeout_ms",
-    "cleanResourceInterval": "clean_resource_interval_ms",
-    "checkCRCOnRecover": "check_crc_on_recover",
-    "haSendHeartbeatInterval": "ha_send_heartbeat_interval_ms",
-    "haHousekeepingInterval": "ha_housekeeping_interval_ms",
-    "slaveTimeout": "slave_timeout_ms",
-    "osPageCacheBusyTimeOutMills": "os_page_cache_busy_timeout_ms",
-    "enableDLegerCommitLog": "enable_dleger_commit_log",
-    "storePathDLedgerCommitLog": "store_path_dledger_commit_log",
 }
+_ATTR_BY_KEY = {key: attr for attr, key in STORE_KEYS.items()} | _LEGACY_KEYS
 
-_CAMEL = re.compile(r"(?<=[a-z0-9])([A-Z])")
 
-
-def _camel_to_snake(key: str) -> str:
-    return _CAMEL.sub(r"_\1", key).lower()
+def store_key(attr: str) -> str:
+    """The upstream key of the ``MessageStoreConfig`` attribute ``attr``."""
+    return STORE_KEYS.get(attr) or camel_case(attr)
 
 
 def parse_property_value(type_name: Any, raw: Any, key: str, component: str = "store") -> Any:

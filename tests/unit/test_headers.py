@@ -31,12 +31,12 @@ from aiorocketmq.protocol.headers import (
     SendMessageRequestHeaderV2,
     SendMessageResponseHeader,
     UnregisterClientRequestHeader,
-    camel_case,
     command_header,
     decode_header,
     decode_send_request_header,
     wire,
 )
+from aiorocketmq.protocol.javautil import camel_case
 from aiorocketmq.protocol.request_specs import REQUEST_HEADERS, RESPONSE_HEADERS
 
 # Same examples on every run: the suite must be deterministic.
