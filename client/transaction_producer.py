@@ -33,7 +33,6 @@ Contract:
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import enum
 import inspect
 from collections.abc import Awaitable, Callable
@@ -48,6 +47,7 @@ from aiorocketmq.protocol.headers import (
     EndTransactionRequestHeader,
 )
 from aiorocketmq.protocol.message import Message, MessageExt, decode_offset_msg_id
+from aiorocketmq.protocol.routine import cancel_and_wait
 
 from .api import SendResult, SendStatus
 from .producer import Producer
@@ -157,11 +157,7 @@ class TransactionProducer(Producer):
 
     async def shutdown(self) -> None:
         tasks, self._worker_tasks = self._worker_tasks, []
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_and_wait(tasks)
         await super().shutdown()
 
     async def __aenter__(self) -> TransactionProducer:

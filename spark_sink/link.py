@@ -73,6 +73,7 @@ from aiorocketmq.protocol.headers import (
     UpdateConsumerOffsetRequestHeader,
 )
 from aiorocketmq.protocol.remoting_client import RemotingClient
+from aiorocketmq.protocol.routine import cancel_and_wait
 
 from .offsets import DataLossError, QueueKey
 from .options import TlsOptions, client_config
@@ -513,11 +514,7 @@ class BlockingLink(LoopThread):
         task, self._routine_task = self._routine_task, None
         link, self._link = self._link, None
         if task is not None:
-            task.cancel()
-            try:
-                await task
-            except asyncio.CancelledError:
-                pass
+            await cancel_and_wait((task,))
         if link is not None:
             await link.close()
 

@@ -33,6 +33,7 @@ from aiorocketmq.logs import get_logger
 from aiorocketmq.protocol.codes import SystemTopic
 from aiorocketmq.protocol.errors import RocketMQError
 from aiorocketmq.protocol.message import Message
+from aiorocketmq.protocol.routine import cancel_and_wait
 
 from ..config import ClientConfig
 from .data import GROUP_NAME_PREFIX, TRACE_INSTANCE_NAME, TraceContext, encode
@@ -197,11 +198,7 @@ class AsyncTraceDispatcher:
             await asyncio.wait_for(asyncio.shield(task), FLUSH_TIMEOUT)
         except TimeoutError:
             log.warning("client.trace.flush_timeout", group=self.group, queued=len(self._queue))
-            task.cancel()
-            try:
-                await task
-            except asyncio.CancelledError:
-                pass
+            await cancel_and_wait((task,))
         if self._sends:
             _, pending = await asyncio.wait(list(self._sends), timeout=FLUSH_TIMEOUT)
             for t in pending:
