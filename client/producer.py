@@ -92,6 +92,7 @@ _UNIQ_KEY = MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX
 _TIMER_KEYS = (MessageConst.PROPERTY_TIMER_DELAY_SEC, MessageConst.PROPERTY_TIMER_DELAY_MS,
                MessageConst.PROPERTY_TIMER_DELIVER_MS)
 _VALID_NAME = re.compile(r"^[%|a-zA-Z0-9_-]+$")
+_TIMER_KEY_SET = frozenset(_TIMER_KEYS)
 _JAVA_BLANK = "".join(chr(c) for c in range(0x21))
 TOPIC_MAX_LENGTH = 127
 GROUP_MAX_LENGTH = 255
@@ -575,29 +576,68 @@ class Producer:
         return self._batch(list(msg))
 
     def _batch(self, msgs: list[Message]) -> tuple[Message, list[Message]]:
-        """``DefaultMQProducer.batch``: one topic, one WAIT, no delay, no retry topic."""
+        """``DefaultMQProducer.batch``: one topic, one WAIT, no delay, no retry topic.
+
+        As upstream, ``MessageBatch.generateFromList``'s checks first, then
+        ``Validators.checkMessage`` per message; the topic is the same in every message,
+        so its checks and its namespace run once per batch, and the UNIQ_KEYs missing
+        are made at one clock reading.
+        """
         if not msgs:
             raise MQClientError("the message batch is empty")
         first = msgs[0]
+        topic = first.topic
+        wait = first.wait_store_msg_ok
+        missing = 0
         for m in msgs:
-            if m.delay_time_level > 0:
-                raise MQClientError("TimeDelayLevel is not supported for batching")
-            if any(k in m.properties for k in _TIMER_KEYS):
-                # The broker times single messages only: a batch would go out at once.
-                raise MQClientError("Timer messages are not supported for batching")
-            if m.topic.startswith(MixAll.RETRY_GROUP_TOPIC_PREFIX):
-                raise MQClientError("Retry Group is not supported for batching")
-            if m.topic != first.topic:
+            props = m.properties
+            if props:
+                if m.delay_time_level > 0:
+                    raise MQClientError("TimeDelayLevel is not supported for batching")
+                if _TIMER_KEY_SET.intersection(props):
+                    # The broker times single messages only: a batch would go out at once.
+                    raise MQClientError("Timer messages are not supported for batching")
+                if m.wait_store_msg_ok != wait:
+                    raise MQClientError(
+                        "The waitStoreMsgOK of the messages in one batch should the same")
+                if _UNIQ_KEY not in props:
+                    missing += 1
+            else:
+                if not wait:  # no properties: WAIT is true
+                    raise MQClientError(
+                        "The waitStoreMsgOK of the messages in one batch should the same")
+                missing += 1
+            if m.topic != topic:
+                if topic.startswith(MixAll.RETRY_GROUP_TOPIC_PREFIX):
+                    raise MQClientError("Retry Group is not supported for batching")
                 raise MQClientError("The topic of the messages in one batch should be the same")
-            if m.wait_store_msg_ok != first.wait_store_msg_ok:
+        if topic.startswith(MixAll.RETRY_GROUP_TOPIC_PREFIX):
+            raise MQClientError("Retry Group is not supported for batching")
+        Validators.check_message(first, self.max_message_size)  # topic, and first's body
+        max_size = self.max_message_size
+        for m in msgs:
+            body = m.body
+            if body is None:
                 raise MQClientError(
-                    "The waitStoreMsgOK of the messages in one batch should the same")
-            Validators.check_message(m, self.max_message_size)
-            if _UNIQ_KEY not in m.properties:
-                m.properties[_UNIQ_KEY] = self._uniq.create()
-            m.topic = self.config.with_namespace(m.topic)
-        batch = Message(first.topic, encode_batch(msgs),
-                        wait_store_msg_ok=first.wait_store_msg_ok)
+                    f"CODE: {ResponseCode.MESSAGE_ILLEGAL} DESC: the message body is null")
+            size = len(body)
+            if size == 0:
+                raise MQClientError(
+                    f"CODE: {ResponseCode.MESSAGE_ILLEGAL} DESC: the message body length is "
+                    "zero")
+            if size > max_size:
+                raise MQClientError(f"CODE: {ResponseCode.MESSAGE_ILLEGAL} DESC: the message "
+                                    f"body size over max value, MAX: {max_size}")
+        if missing:
+            ids = iter(self._uniq.create_many(missing))
+            for m in msgs:
+                if _UNIQ_KEY not in m.properties:
+                    m.properties[_UNIQ_KEY] = next(ids)
+        wrapped = self.config.with_namespace(topic)
+        if wrapped != topic:
+            for m in msgs:
+                m.topic = wrapped
+        batch = Message(wrapped, encode_batch(msgs), wait_store_msg_ok=wait)
         Validators.check_message(batch, self.max_message_size)
         return batch, msgs
 

@@ -1132,6 +1132,16 @@ class UniqIdGenerator:
             diff = 0
         return f"{self._prefix}{diff:08X}{next(self._counter) & 0xFFFF:04X}"
 
+    def create_many(self, n: int, now_ms: int | None = None) -> list[str]:
+        """``n`` new ids at one clock reading: ``[create(now_ms) for _ in range(n)]``
+        with the time part formatted once (a batch's ids differ in the counter)."""
+        if n <= 0:
+            return []
+        head = self.create(now_ms)
+        stem = head[:-4]
+        return [head, *[f"{stem}{c & 0xFFFF:04X}"
+                        for c in itertools.islice(self._counter, n - 1)]]
+
 
 _default_generator: UniqIdGenerator | None = None
 

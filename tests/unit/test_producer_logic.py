@@ -109,3 +109,53 @@ def test_select_by_hash_is_java_hash_code() -> None:
 
 def test_empty_publish_info_not_ok() -> None:
     assert not TopicPublishInfo().ok()
+
+
+def _batch_of(n: int, topic: str = "BatchT") -> list[Message]:
+    return [Message(topic, b"body-%d" % i) for i in range(n)]
+
+
+def test_batch_ids_namespace_and_body() -> None:
+    from aiorocketmq.client.producer import Producer
+    from aiorocketmq.protocol.message import decode_batch
+
+    p = Producer("batch-logic", "127.0.0.1:9876", namespace="ns1")
+    msgs = _batch_of(5)
+    msgs[2].properties["UNIQ_KEY"] = "KEEP"
+    msgs[3].properties["spark.topic"] = "x"
+    batch, out = p._batch(msgs)
+    assert out is msgs and batch.topic == "ns1%BatchT"
+    assert all(m.topic == "ns1%BatchT" for m in msgs)
+    ids = [m.properties["UNIQ_KEY"] for m in msgs]
+    assert ids[2] == "KEEP" and len(set(ids)) == 5
+    fresh = [i for i in ids if i != "KEEP"]
+    assert all(len(i) == 32 for i in fresh)
+    assert [int(i[-4:], 16) - int(fresh[0][-4:], 16) for i in fresh] == [0, 1, 2, 3]
+    back = decode_batch(batch.body, topic=batch.topic)
+    assert [(m.body, m.properties) for m in back] == [(m.body, m.properties) for m in msgs]
+
+
+@pytest.mark.parametrize(("change", "text"), [
+    (lambda ms: ms.clear(), "the message batch is empty"),
+    (lambda ms: ms[1].properties.__setitem__("DELAY", "3"), "TimeDelayLevel is not supported"),
+    (lambda ms: ms[2].properties.__setitem__("TIMER_DELAY_SEC", "3"),
+     "Timer messages are not supported"),
+    (lambda ms: ms[1].properties.__setitem__("WAIT", "false"), "waitStoreMsgOK"),
+    (lambda ms: ms[0].properties.__setitem__("WAIT", "false"), "waitStoreMsgOK"),
+    (lambda ms: setattr(ms[2], "topic", "Other"), "topic of the messages in one batch"),
+    (lambda ms: [setattr(m, "topic", "%RETRY%g") for m in ms], "Retry Group is not supported"),
+    (lambda ms: [setattr(m, "topic", "a b") for m in ms], "contains illegal characters"),
+    (lambda ms: [setattr(m, "topic", "SCHEDULE_TOPIC_XXXX") for m in ms], "is forbidden"),
+    (lambda ms: setattr(ms[2], "body", b""), "body length is zero"),
+    (lambda ms: setattr(ms[0], "body", b""), "body length is zero"),
+    (lambda ms: setattr(ms[3], "body", b"x" * 101), "over max value, MAX: 100"),
+])
+def test_batch_refusals(change: object, text: str) -> None:
+    from aiorocketmq.client.producer import Producer
+
+    p = Producer("batch-logic", "127.0.0.1:9876", max_message_size=100)
+    msgs = _batch_of(4)
+    change(msgs)  # type: ignore[operator]
+    with pytest.raises(MQClientError, match=text):
+        p._batch(msgs)
+    assert all("UNIQ_KEY" not in m.properties for m in msgs)
