@@ -57,6 +57,7 @@ from aiorocketmq.client.admin.acl import (
     update_global_white_addr_config,
 )
 from aiorocketmq.client.admin.api import MQAdmin
+from aiorocketmq.client.admin.subscriptions import client_subscriptions, subscription_issues
 from aiorocketmq.client.api import PullStatus
 from aiorocketmq.client.producer import Validators
 from aiorocketmq.client.trace.query import query_trace_views
@@ -66,7 +67,6 @@ from aiorocketmq.protocol.bodies import (
     ClusterInfo,
     ConsumeMessageDirectlyResult,
     ConsumerConnection,
-    ConsumerRunningInfo,
     ConsumeStats,
     MessageQueue,
     ProducerConnection,
@@ -110,7 +110,6 @@ __all__ = [
     "body_preview",
     "first_tps",
     "page_of",
-    "subscription_issues",
     "topic_kind",
 ]
 
@@ -210,38 +209,6 @@ def page_of(rows: list[T], page: int, size: int) -> tuple[list[T], dict[str, int
     start = (page - 1) * size
     return rows[start:start + size], {"page": page, "size": size, "total": total,
                                       "pages": pages}
-
-
-def _subscription_key(sub: dict[str, Any]) -> str:
-    expr = sub["expression"] or "*"
-    kind = sub.get("expression_type") or "TAG"
-    return expr if kind == "TAG" else f"{kind}: {expr}"
-
-
-def subscription_issues(clients: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Where the clients of one group disagree: per topic, the clients that do not subscribe
-    to it (``missing``) and the clients per expression (``by_expression``), for each topic
-    that not every client subscribes to the same way. ``clients`` are rows of
-    ``DashboardService.client_subscriptions`` (a client whose answer failed is left out)."""
-    known = [c for c in clients if c.get("subscriptions") is not None]
-    if len(known) < 2:
-        return []
-    topics = sorted({s["topic"] for c in known for s in c["subscriptions"]})
-    issues = []
-    for topic in topics:
-        by_expression: dict[str, list[str]] = {}
-        missing = []
-        for c in known:
-            subs = [s for s in c["subscriptions"] if s["topic"] == topic]
-            if not subs:
-                missing.append(c["client_id"])
-            for s in subs:
-                by_expression.setdefault(_subscription_key(s), []).append(c["client_id"])
-        if missing or len(by_expression) > 1:
-            issues.append({"topic": topic, "missing": missing,
-                           "by_expression": dict(sorted(by_expression.items()))})
-    return issues
-
 
 
 def first_tps(text: str | None) -> float:
@@ -851,29 +818,10 @@ class DashboardService:
 
     async def client_subscriptions(self, group: str, conn: ConsumerConnection
                                    ) -> list[dict[str, Any]]:
-        """What each online client of ``group`` subscribes to, from its own running info
-        (GET_CONSUMER_RUNNING_INFO 307, as upstream's ``consumerStatus``; the broker's
-        connection list keeps one merged subscription table per group, so it cannot tell).
-        The group's own ``%RETRY%`` topic is left out: every push consumer has it."""
-        clients = sorted({c.client_id for c in conn.connection_set if c.client_id})
-
-        async def one(client_id: str) -> ConsumerRunningInfo:
-            async with self._inner_limit:
-                return await self.admin.consumer_running_info(group, client_id)
-
-        infos = await asyncio.gather(*(one(c) for c in clients), return_exceptions=True)
-        out: list[dict[str, Any]] = []
-        for client_id, info in zip(clients, infos, strict=True):
-            if isinstance(info, ConsumerRunningInfo):
-                subs = sorted({(s.topic, s.sub_string or "*", s.expression_type or "TAG")
-                               for s in info.subscription_set
-                               if not s.topic.startswith(MixAll.RETRY_GROUP_TOPIC_PREFIX)})
-                out.append({"client_id": client_id, "error": None, "subscriptions": [
-                    {"topic": t, "expression": e, "expression_type": x} for t, e, x in subs]})
-            else:
-                out.append({"client_id": client_id, "error": _describe(info),
-                            "subscriptions": None})
-        return out
+        """What each online client of ``group`` subscribes to (``client/admin/subscriptions.py``),
+        asked within this service's limit of calls in flight."""
+        return await client_subscriptions(self.admin, group, conn, limit=self._inner_limit,
+                                          describe=_describe)
 
     async def _consume_stats(self, group: str) -> ConsumeStats:
         _check_group(group)

@@ -4,7 +4,8 @@ Two push consumers of one group, one on tag ``TagA``, the other on ``TagB`` and 
 topic: the broker logs ``broker.subscription_inconsistent`` with what each client subscribes
 to and sets ``rocketmq_consumer_subscription_inconsistent{group}`` to 1; when the odd client
 leaves, ``broker.subscription_consistent`` is logged and the series goes away. A group whose
-clients agree never appears. Real nameserver and broker processes, metrics scraped over HTTP.
+clients agree never appears. ``mqadmin consumerConnection`` / ``consumerProgress`` warn on
+stderr for the mixed group and not for the other. Real nameserver and broker processes, metrics scraped over HTTP.
 """
 
 from __future__ import annotations
@@ -15,9 +16,11 @@ from pathlib import Path
 
 import pytest
 
+from aiorocketmq.client.producer import Producer
 from aiorocketmq.client.push_consumer import ConsumeConcurrentlyStatus, PushConsumer
-from aiorocketmq.protocol.message import MessageExt
+from aiorocketmq.protocol.message import Message, MessageExt
 from tests.integration.test_metrics import eventually, metrics_address, sample
+from tests.integration.test_mqadmin import mqadmin
 from tests.procs import ServerProcess, broker_process, namesrv_process
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
@@ -58,6 +61,13 @@ async def test_broker_warns_and_counts_inconsistent_groups(
     broker = server_factory(broker_process(tmp_path, namesrv.address,
                                            conf={"metricsPort": "0", "autoCreateTopicEnable": "true"}))
     address = metrics_address(broker)
+    producer = Producer("PG_subs", namesrv.address)  # the topics exist: consumerProgress has queues
+    await producer.start()
+    try:
+        for topic in ("SubsTopicA", "SubsTopicB"):
+            await producer.send(Message(topic, b"x", tags="TagA"))
+    finally:
+        await producer.shutdown()
     same = [await _consumer(SAME, namesrv.address, [("SubsTopicA", "*")]) for _ in range(2)]
     first = await _consumer(MIXED, namesrv.address, [("SubsTopicA", "TagA")])
     second = await _consumer(MIXED, namesrv.address, [("SubsTopicA", "TagB"),
@@ -70,6 +80,16 @@ async def test_broker_warns_and_counts_inconsistent_groups(
         line = next(x for x in log.splitlines() if "broker.subscription_inconsistent" in x)
         assert MIXED in line and "SubsTopicA:TagA" in line and "SubsTopicA:TagB" in line
         assert SAME not in line
+
+        # mqadmin says so on stderr, stdout staying the stock tool's
+        for command in ("consumerConnection", "consumerProgress"):
+            code, out, err = await mqadmin(command, "-n", namesrv.address, "-g", MIXED)
+            assert code == 0, (out, err)
+            warning = f"WARNING: the clients of group {MIXED} subscribe to SubsTopicA differently"
+            assert warning in err and "WARNING" not in out, (command, err)
+            assert f"{MIXED} subscribe to SubsTopicB differently" in err
+            code, out, err = await mqadmin(command, "-n", namesrv.address, "-g", SAME)
+            assert code == 0 and "WARNING" not in err, (command, err)
 
         await second.shutdown()
         await eventually(address, lambda f: sample(f, METRIC, group=MIXED) == 0,

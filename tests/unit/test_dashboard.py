@@ -9,6 +9,7 @@ from pathlib import Path
 import msgpack
 import pytest
 
+from aiorocketmq.client.admin.subscriptions import issue_lines, subscription_issues
 from aiorocketmq.client.dashboard.auth import (
     ROLE_VIEWER,
     SessionStore,
@@ -29,7 +30,6 @@ from aiorocketmq.client.dashboard.service import (
     body_preview,
     first_tps,
     page_of,
-    subscription_issues,
     topic_kind,
 )
 
@@ -278,3 +278,13 @@ def test_subscription_issues() -> None:
         {"topic": "T", "expression": "a > 1", "expression_type": "SQL92"}]}]
     assert subscription_issues(sql)[0]["by_expression"] == {"SQL92: a > 1": ["b"],
                                                             "a > 1": ["a"]}
+
+
+def test_issue_lines_name_the_topic_and_the_clients() -> None:
+    mixed = [_client("a", ("T", "TagA")), _client("b", ("T", "TagB"), ("U", "*"))]
+    lines = issue_lines("G", subscription_issues(mixed))
+    assert len(lines) == 2
+    assert lines[0].startswith("WARNING: the clients of group G subscribe to T differently: "
+                               "'TagA' by a; 'TagB' by b")
+    assert "U differently: '*' by b; not subscribed by a" in lines[1]
+    assert issue_lines("G", []) == []

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -18,6 +19,7 @@ from aiorocketmq.protocol.errors import MQBrokerError, MQClientError
 from aiorocketmq.protocol.javautil import java_hashmap_order
 
 from ..api import MQAdmin, RollbackStats
+from ..subscriptions import client_subscriptions, issue_lines, subscription_issues
 from .base import BROKER_OR_CLUSTER, Output, broker_targets, command, opt, parse_bool
 from .formatting import (
     format_date,
@@ -112,6 +114,7 @@ async def consumer_progress(admin: MQAdmin, args: argparse.Namespace) -> Output:
                                 "consume stats")
         data, text = format_consumer_progress(stats)
         data["group"] = args.groupName
+        data["subscriptionIssues"] = await _warn_inconsistent(admin, args.groupName)
         return Output(data, text)
     fmt = "%-64s  %-6s  %-24s %-5s  %-14s  %-7s  %s\n"
     lines = [fmt % ("#Group", "#Count", "#Version", "#Type", "#Model", "#TPS", "#Diff Total")]
@@ -166,7 +169,24 @@ def _connection_text(conn: ConsumerConnection) -> str:
          opt("-g", "--consumerGroup", required=True))
 async def consumer_connection(admin: MQAdmin, args: argparse.Namespace) -> Output:
     conn = await admin.consumer_connection(args.consumerGroup)
-    return Output(json.loads(conn.encode(standard=True)), _connection_text(conn))
+    data = json.loads(conn.encode(standard=True))
+    data["subscriptionIssues"] = await _warn_inconsistent(admin, args.consumerGroup, conn)
+    return Output(data, _connection_text(conn))
+
+
+async def _warn_inconsistent(admin: MQAdmin, group: str,
+                             conn: ConsumerConnection | None = None) -> list[dict[str, Any]]:
+    """Ask each online client of ``group`` what it subscribes to and warn on stderr (stdout
+    stays stock's) when they differ; the issues, for ``--json``."""
+    if conn is None:
+        try:
+            conn = await admin.consumer_connection(group)
+        except MQBrokerError:
+            return []  # not online: nobody to disagree
+    issues = subscription_issues(await client_subscriptions(admin, group, conn))
+    for line in issue_lines(group, issues):
+        print(line, file=sys.stderr)
+    return issues
 
 
 @command("consumerStatus", "Query consumer's internal data structure",
