@@ -45,6 +45,11 @@ try:
     from ._message import decode_records as _decode_records
 except ImportError:  # no C compiler, or AIOROCKETMQ_NO_EXTENSIONS: records read in Python
     _decode_records = None  # type: ignore[assignment]
+try:
+    refuse_extension("aiorocketmq.protocol._message")
+    from ._message import encode_batch as _encode_batch_c
+except ImportError:  # as above, or a _message built before it had encode_batch
+    _encode_batch_c = None  # type: ignore[assignment]
 
 __all__ = [
     "MESSAGE_MAGIC_CODE",
@@ -76,6 +81,7 @@ __all__ = [
     "decode_message",
     "decode_messages",
     "encode_batch",
+    "encode_batch_py",
     "decode_batch",
     "create_offset_msg_id",
     "decode_offset_msg_id",
@@ -980,9 +986,23 @@ def _decode_messages_py(buf: Any, *, decompress: bool = True) -> list[MessageExt
 def encode_batch(messages: Sequence[Message]) -> bytes:
     """``MessageDecoder.encodeMessages``: per message TOTALSIZE, MAGIC 0, BODYCRC 0, FLAG, BODY, PROPERTIES.
 
+    In C (``_message.encode_batch``) where it is built and the batch is the common case
+    (a list of messages with ``bytes`` bodies and ``str`` properties); otherwise, and for
+    every error, ``encode_batch_py``, the reference, with the same result.
+
     Raises:
         MessageTooLargeError: a message's properties over 32767 bytes.
+        MessageEncodeError: properties not UTF-8 encodable, a flag or size out of int32.
     """
+    if _encode_batch_c is not None:
+        out = _encode_batch_c(messages)
+        if out is not None:
+            return out
+    return encode_batch_py(messages)
+
+
+def encode_batch_py(messages: Sequence[Message]) -> bytes:
+    """``encode_batch`` in Python: the reference the C twin is tested against."""
     parts: list[bytes] = []
     append = parts.append
     pack = _BATCH_HEAD.pack
