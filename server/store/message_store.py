@@ -55,7 +55,8 @@ Writing (``put_message`` / ``put_messages``):
   status wins over the flush status, as upstream's ``thenCombine``). A SLAVE refuses puts
   (SERVICE_NOT_AVAILABLE); its log grows only through ``append_to_commit_log`` (the
   master's bytes, byte for byte), after which the new whole records are dispatched to the
-  consume queues and the index exactly as on a master (upstream ``ReputMessageService``).
+  consume queues and the index exactly as on a master (upstream ``ReputMessageService``:
+  ``store.reput_service``, server/store/reput.py).
 
 Reading: ``get_message`` implements docs/PROTOCOL.md 6.2's store lookup table and limits;
 its ``GetMessageResult.message_buffers`` are memoryviews into the mapped commit log,
@@ -66,8 +67,10 @@ way. Reads of queues that do not exist do not create them (upstream creates them
 read; the only visible difference is NO_MATCHED_LOGIC_QUEUE instead of
 NO_MESSAGE_IN_QUEUE for a never-written queue).
 
-Retention: the clean routine (every ``clean_resource_interval_ms``) deletes commit-log
-segments older than ``file_reserved_time`` hours at the ``delete_when`` hour(s), at
+Retention (``store.cleaner``, server/store/cleaner.py; this facade keeps the entry points
+``clean_once``, ``delete_expired_commit_log_files``, ``clean_consume_queues`` and
+``execute_delete_files_manually``): the clean routine (every
+``clean_resource_interval_ms``) deletes commit-log segments older than ``file_reserved_time`` hours at the ``delete_when`` hour(s), at
 once when the disk is over ``disk_max_used_space_ratio``, or when asked
 (``execute_delete_files_manually``); the last segment is never deleted. It then deletes
 consume-queue and index files wholly below the new minimum and corrects queue minimums.
@@ -84,7 +87,6 @@ import contextlib
 import enum
 import fcntl
 import os
-import struct
 import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -94,9 +96,7 @@ from aiorocketmq import refuse_extension
 from aiorocketmq.logs import get_logger
 from aiorocketmq.protocol.codes import MessageConst, MessageSysFlag, SystemTopic
 from aiorocketmq.protocol.message import (
-    BLANK_MAGIC_CODE,
     MAX_TOPIC_LENGTH,
-    MESSAGE_MAGIC_CODE,
     MessageDecodeError,
     MessageExt,
     decode_message,
@@ -104,12 +104,13 @@ from aiorocketmq.protocol.message import (
 )
 
 from .checkpoint import AbortFile, StoreCheckpoint
+from .cleaner import StoreCleaner
+from .cleaner import disk_used_ratio as _disk_used_ratio
 from .commit_log import CommitLog
 from .config import CQ_STORE_UNIT_SIZE, MessageStoreConfig
 from .consume_queue import CQ_UNIT, ConsumeQueue
 from .dispatcher import (
     Dispatcher,
-    dispatch_request_from_record,
     parse_delay_levels,
 )
 from .flush import FlushService
@@ -121,8 +122,8 @@ from .inner import (
     PutMessageResult,
     PutMessageStatus,
 )
-from .mapped_file import MappedFile
 from .recovery import RecoveryReport, StoreRecovery
+from .reput import ReputMessageService
 
 if TYPE_CHECKING:
     from .ha import HAService
@@ -152,7 +153,6 @@ _WAIT = MessageConst.PROPERTY_WAIT_STORE_MSG_OK
 _PREPARED = MessageSysFlag.TRANSACTION_PREPARED_TYPE
 _ROLLBACK = MessageSysFlag.TRANSACTION_ROLLBACK_TYPE
 _unpack_unit = CQ_UNIT.unpack_from
-_unpack_head = struct.Struct(">ii").unpack_from  # TOTALSIZE, MAGICCODE
 
 
 class GetMessageStatus(enum.Enum):
@@ -226,38 +226,11 @@ class QueryMessageResult:
         self.message_buffers = []
 
 
-def _disk_used_ratio(path: str) -> float:
-    """``UtilAll.getDiskPartitionSpaceUsedPercent`` (4.9.7): used / (used + usable to this
-    user), rounded up to hundredths (``0.37``); -1 on error. Blocks not counted as usable
-    (root's reserve) are left out of both, as stock leaves them."""
-    try:
-        os.makedirs(path, exist_ok=True)
-        st = os.statvfs(path)
-    except OSError:
-        return -1.0
-    if st.f_blocks == 0:
-        return -1.0
-    used = st.f_blocks - st.f_bfree
-    entire = used + st.f_bavail
-    if entire <= 0:
-        return -1.0
-    return -(-used * 100 // entire) / 100.0
-
-
 def _total_physical_memory() -> int:
     try:
         return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError):
         return 8 * 1024 * 1024 * 1024
-
-
-def _is_it_time_to_do(when: str, hour: int) -> bool:
-    """``UtilAll.isItTimeToDo``: ``when`` is hours separated by ``;``."""
-    for item in when.split(";"):
-        item = item.strip()
-        if item.isdigit() and int(item) == hour:
-            return True
-    return False
 
 
 def scan_units(units: Any, max_msg_nums: int, max_phy: int, in_memory: int,
@@ -349,11 +322,11 @@ class MessageStore:
         self.ha: HAService | None = None
         self._executor: ThreadPoolExecutor | None = None
         self._flush: FlushService | None = None
-        self._clean_task: asyncio.Task[None] | None = None
         self._state = "new"
-        self._disk_full = False
-        self._manual_delete_times = 0
-        self._last_physical_min_offset = 0
+        # Retention (server/store/cleaner.py) and the slave's dispatch of replicated
+        # records (server/store/reput.py).
+        self.cleaner = StoreCleaner(self)
+        self.reput_service = ReputMessageService(self)
         self._in_memory_bytes = int(_total_physical_memory() * config.access_message_in_memory_max_ratio / 100)
         self.last_exit_ok = True
         # Records the last start re-dispatched to the consume queues and the index.
@@ -388,8 +361,7 @@ class MessageStore:
         self._flush = FlushService(self.config, self.commit_log, self.consume_queue_table.values,
                                    self.index, self.dispatcher, self.checkpoint, self._executor)
         self._flush.start()
-        self._clean_task = asyncio.create_task(self._clean_routine(), name="store-clean")
-        self._clean_task.add_done_callback(self._on_clean_done)
+        self.cleaner.start()
         self._state = "running"
         log.info("store.started", root=self.config.store_path_root_dir, last_exit_ok=self.last_exit_ok,
                  max_phy_offset=self.commit_log.max_offset, queues=len(self.consume_queue_table))
@@ -419,7 +391,7 @@ class MessageStore:
         self.dispatcher.dispatched_offset = report.end
         self.recovery_redispatched = report.redispatched
         self._recover_topic_queue_table()
-        self._last_physical_min_offset = self.commit_log.min_offset
+        self.cleaner.last_physical_min_offset = self.commit_log.min_offset
         self.abort_file.create()
         report.log_line()
         log.info("store.recovered", last_exit_ok=self.last_exit_ok, max_phy_offset=report.end,
@@ -482,12 +454,7 @@ class MessageStore:
             self._state = "stopped"
             return
         self._state = "stopping"
-        if self._clean_task is not None and not self._clean_task.done():
-            self._clean_task.cancel()
-            try:
-                await self._clean_task
-            except asyncio.CancelledError:
-                pass
+        await self.cleaner.stop()
         clean = True
         if self._flush is not None:
             try:
@@ -554,7 +521,7 @@ class MessageStore:
             return PutMessageStatus.SERVICE_NOT_AVAILABLE
         if self.config.broker_role == "SLAVE":
             return PutMessageStatus.SERVICE_NOT_AVAILABLE
-        if self._disk_full:
+        if self.cleaner.disk_full:
             return PutMessageStatus.SERVICE_NOT_AVAILABLE
         return None
 
@@ -813,55 +780,9 @@ class MessageStore:
             self._reput()
 
     def _reput(self) -> None:
-        """Dispatch the whole records between the dispatched offset and the log's end."""
-        commit_log = self.commit_log
-        file_size = commit_log.file_size
-        offset = max(self.dispatcher.dispatched_offset, commit_log.min_offset)
-        end = commit_log.max_offset
-        find = commit_log.mfq.find_mapped_file_by_offset
-        table = commit_log.topic_queue_table
-        listener = self._listener
-        while offset < end:
-            mf = find(offset)
-            if mf is None:
-                break
-            pos = offset - mf.file_from_offset
-            wrote = mf.wrote_position
-            if pos + 8 > wrote:
-                if wrote < file_size:
-                    break
-                offset = mf.file_from_offset + file_size
-                continue
-            total, magic = _unpack_head(mf.mm, pos)
-            if magic == BLANK_MAGIC_CODE:
-                offset = mf.file_from_offset + file_size
-                continue
-            if magic != MESSAGE_MAGIC_CODE or total <= 0:
-                log.error("store.reput_bad_record", offset=offset, magic=magic, size=total)
-                break
-            if pos + total > wrote:
-                break  # the rest of this record is still on its way
-            try:
-                req = dispatch_request_from_record(mf.mm, pos, self.delay_levels)
-            except MessageDecodeError as exc:
-                log.error("store.reput_bad_record", offset=offset, error=str(exc))
-                break
-            self.dispatcher.dispatch(req)
-            offset += total
-            if req.has_queue_unit:
-                key = (req.topic, req.queue_id)
-                if table.get(key, 0) <= req.consume_queue_offset:
-                    table[key] = req.consume_queue_offset + 1
-                if listener is not None:
-                    # Upstream's slave does not notify long polling (parked pulls wait for
-                    # the 5 s check); notifying is harmless and answers them at once.
-                    try:
-                        listener(req.topic, req.queue_id, req.consume_queue_offset + 1,
-                                 req.tags_code, req.store_timestamp, {})
-                    except Exception:
-                        log.exception("store.arriving_listener_failed", topic=req.topic,
-                                      queue_id=req.queue_id)
-        self.dispatcher.dispatched_offset = max(self.dispatcher.dispatched_offset, offset)
+        """Dispatch the whole records between the dispatched offset and the log's end
+        (server/store/reput.py; the DLedger store overrides this with its own)."""
+        self.reput_service.reput()
 
     # ------------------------------------------------------------------ reading
 
@@ -1150,29 +1071,7 @@ class MessageStore:
 
     def execute_delete_files_manually(self) -> None:
         """Delete expired files on the next passes regardless of the hour (``executeDeleteFilesManually``)."""
-        self._manual_delete_times = 20
-
-    def _on_clean_done(self, task: asyncio.Task[None]) -> None:
-        if not task.cancelled() and task.exception() is not None:
-            log.error("store.clean_routine_failed", error=repr(task.exception()))
-
-    async def _clean_routine(self) -> None:
-        interval = self.config.clean_resource_interval_ms / 1000
-        while True:
-            await asyncio.sleep(interval)  # a period, not a synchronisation
-            await self.clean_once()
-
-    def _update_disk_state(self) -> tuple[bool, bool]:
-        """(space_full, clean_immediately) from the commit-log partition's usage."""
-        cfg = self.config
-        ratio = self.commit_log_disk_ratio()
-        full = ratio > cfg.disk_space_warning_level_ratio
-        if full != self._disk_full:
-            log.warn("store.disk_full" if full else "store.disk_ok", ratio=ratio)
-        self._disk_full = full
-        clean_immediately = ratio > cfg.disk_space_clean_forcibly_ratio
-        space_full = ratio < 0 or ratio > cfg.disk_max_used_ratio
-        return space_full, clean_immediately
+        self.cleaner.execute_delete_files_manually()
 
     async def clean_once(self, *, now_ms: int | None = None) -> int:
         """One retention pass; returns the number of commit-log segments deleted."""
@@ -1181,45 +1080,9 @@ class MessageStore:
         return deleted
 
     async def delete_expired_commit_log_files(self, *, now_ms: int | None = None) -> int:
-        """``CleanCommitLogService.deleteExpiredFiles``: delete old commit-log segments when due."""
-        space_full, clean_immediately = self._update_disk_state()
-        cfg = self.config
-        now = int(time.time() * 1000) if now_ms is None else now_ms
-        time_up = _is_it_time_to_do(cfg.delete_when, time.localtime(now / 1000).tm_hour)
-        manual = self._manual_delete_times > 0
-        if not (time_up or space_full or manual):
-            return 0
-        if manual:
-            self._manual_delete_times -= 1
-        at_once = cfg.clean_file_forcibly_enable and clean_immediately
-        files = self.commit_log.mfq.detach_expired_by_time(
-            cfg.file_reserved_time * 3600 * 1000, now, at_once)
-        await self._destroy_off_loop(files)
-        if files:
-            log.info("store.commit_log_files_deleted", count=len(files),
-                     min_phy_offset=self.commit_log.min_offset)
-        return len(files)
+        """``CleanCommitLogService.deleteExpiredFiles`` (server/store/cleaner.py)."""
+        return await self.cleaner.delete_expired_commit_log_files(now_ms=now_ms)
 
     async def clean_consume_queues(self) -> None:
-        """``CleanConsumeQueueService``: drop queue and index files below the log's minimum."""
-        min_phy = self.commit_log.min_offset
-        if min_phy <= self._last_physical_min_offset:
-            return
-        self._last_physical_min_offset = min_phy
-        doomed: list[Any] = []
-        for cq in self.consume_queue_table.values():
-            doomed.extend(cq.detach_expired(min_phy))
-        if self.index is not None:
-            doomed.extend(self.index.detach_expired(min_phy))
-        await self._destroy_off_loop(doomed)
-
-    async def _destroy_off_loop(self, files: Sequence[MappedFile | Any]) -> None:
-        if not files:
-            return
-
-        def destroy_all() -> None:
-            for f in files:
-                f.destroy()
-
-        assert self._executor is not None
-        await asyncio.get_running_loop().run_in_executor(self._executor, destroy_all)
+        """``CleanConsumeQueueService`` (server/store/cleaner.py)."""
+        await self.cleaner.clean_consume_queues()

@@ -199,8 +199,7 @@ class DLedgerMessageStore(MessageStore):
         self._flush = FlushService(flush_config, self.commit_log, self.consume_queue_table.values,
                                    self.index, self.dispatcher, self.checkpoint, self._executor)
         self._flush.start()
-        self._clean_task = loop.create_task(self._clean_routine(), name="store-clean")
-        self._clean_task.add_done_callback(self._on_clean_done)
+        self.cleaner.start()
         self._dledger_task = loop.create_task(self._dledger_routine(), name="dledger-flush")
         self._state = "running"
         self._reput()
@@ -245,7 +244,7 @@ class DLedgerMessageStore(MessageStore):
             dispatch_from = min(dispatch_from, indexed - BODY_OFFSET if indexed >= 0 else begin)
         self.dispatcher.dispatched_offset = max(dispatch_from, begin)
         self._recover_topic_queue_table()
-        self._last_physical_min_offset = self.commit_log.min_offset
+        self.cleaner.last_physical_min_offset = self.commit_log.min_offset
         self.abort_file.create()
         log.info("store.recovered", last_exit_ok=self.last_exit_ok, dledger_end=ds.end_index,
                  end_pos=end, committed=ds.committed_index, dispatch_from=self.dispatcher.dispatched_offset)
@@ -469,7 +468,7 @@ class DLedgerMessageStore(MessageStore):
         return False
 
     async def delete_expired_commit_log_files(self, *, now_ms: int | None = None) -> int:
-        self._update_disk_state()
+        self.cleaner.update_disk_state()
         return 0
 
     def runtime_info(self) -> dict[str, str]:
