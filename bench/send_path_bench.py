@@ -155,7 +155,13 @@ def main() -> None:
                         help="the send's properties and the store's put path in Python although "
                              "server/store/_put.c is built (the other C modules stay on): "
                              "its before/after")
+    parser.add_argument("--python-header", action="store_true",
+                        help="SEND_MESSAGE_V2's header fields in Python (_send_v2_fast) although "
+                             "protocol/_command.c's send_v2_header is built: its before/after")
     args = parser.parse_args()
+    if args.python_header:
+        from aiorocketmq.protocol import headers
+        headers._c_send_v2_header = None  # type: ignore[assignment]
     if args.python_put:
         from aiorocketmq.server.broker.processors import send
         from aiorocketmq.server.store import commit_log, index
@@ -171,7 +177,8 @@ def report(args: argparse.Namespace, per_send: list[float]) -> None:
     print(f"send path: {statistics.median(per_send):.2f} us CPU per send (median of {args.runs}; "
           f"runs {', '.join(f'{x:.2f}' for x in per_send)}), {args.size} B bodies, "
           f"{args.read_kib} KiB reads, {args.serialize} headers, C extensions "
-          f"{'off' if NO_EXTENSIONS else 'on'}{', Python put' if args.python_put else ''}",
+          f"{'off' if NO_EXTENSIONS else 'on'}{', Python put' if args.python_put else ''}"
+          f"{', Python send header' if args.python_header else ''}",
           flush=True)
 
 

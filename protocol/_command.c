@@ -31,6 +31,19 @@
  *   remark or key or value that is not exactly a str or has a lone surrogate, ext_fields
  *   not exactly a dict, a key over 32767 bytes, a map over 2**31-1 bytes, an unset slot);
  *   the caller then runs the Python encoder, which writes it or raises.
+ *
+ * send_v2_header(ext, header_type, known) -> header | None | NotImplemented
+ *
+ *   The compiled twin of protocol/headers.py's ``_send_v2_fast``: the letters of a
+ *   SEND_MESSAGE_V2 / SEND_BATCH_MESSAGE header (``ext``, exactly a dict) into a new
+ *   ``header_type`` (SendMessageRequestHeader, its slots written directly as above) when
+ *   a, b, c, d, e, f, g, h are present, d e f h (and j, l when present) are 1-9 ASCII
+ *   digits and g 1-18; k and m are true when they lower-case to "true"; ``extra`` holds
+ *   the keys not in ``known`` in dict order ({} when none). Returns None where the Python
+ *   fast path returns None (the caller then runs the general path, which raises its
+ *   HeaderError), and NotImplemented for anything it does not decide (ext not exactly a
+ *   dict, a d..m value not exactly a str, a type whose fields are not object slots or with
+ *   its own __new__); the caller then runs ``_send_v2_fast``.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -286,6 +299,162 @@ done:
     return out == Py_None ? Py_NewRef(Py_None) : out;
 }
 
+
+/* -- send_v2_header ------------------------------------------------------------------ */
+
+enum { H_A, H_B, H_C, H_D, H_E, H_F, H_G, H_H, H_I, H_J, H_K, H_L, H_M, H_N, H_EXTRA,
+       N_HSLOTS };
+static const char *HSLOT_NAMES[N_HSLOTS] = {
+    "producer_group", "topic", "default_topic", "default_topic_queue_nums", "queue_id",
+    "sys_flag", "born_timestamp", "flag", "properties", "reconsume_times", "unit_mode",
+    "max_reconsume_times", "batch", "bname", "extra",
+};
+static PyTypeObject *hslots_of;
+static Py_ssize_t hslot_offset[N_HSLOTS];
+static PyObject *letter[14];  /* "a" .. "n", interned */
+static PyObject *str_true;
+
+static int resolve_hslots(PyTypeObject *tp) {
+    if (tp == hslots_of) return 0;
+    if (tp->tp_dictoffset || tp->tp_itemsize || tp->tp_new != PyBaseObject_Type.tp_new)
+        return 1;
+    Py_ssize_t offsets[N_HSLOTS];
+    for (int i = 0; i < N_HSLOTS; i++) {
+        PyObject *d = PyObject_GetAttrString((PyObject *)tp, HSLOT_NAMES[i]);
+        if (!d) {
+            if (!PyErr_ExceptionMatches(PyExc_AttributeError)) return -1;
+            PyErr_Clear();
+            return 1;
+        }
+        int ok = Py_IS_TYPE(d, &PyMemberDescr_Type)
+            && ((PyMemberDescrObject *)d)->d_member->type == T_OBJECT_EX;
+        if (ok) offsets[i] = ((PyMemberDescrObject *)d)->d_member->offset;
+        Py_DECREF(d);
+        if (!ok) return 1;
+    }
+    memcpy(hslot_offset, offsets, sizeof offsets);
+    Py_XSETREF(hslots_of, (PyTypeObject *)Py_NewRef(tp));
+    return 0;
+}
+
+/* ext[letter i] borrowed, or NULL when absent (no exception: the keys are exact str). */
+static inline PyObject *get_letter(PyObject *ext, int i) {
+    return PyDict_GetItemWithError(ext, letter[i]);
+}
+
+/* 1 when ``v`` is 1..max ASCII digits, 0 when not; *out its value. */
+static int digits(PyObject *v, int max, long long *out) {
+    if (!PyUnicode_IS_ASCII(v)) return 0;
+    Py_ssize_t n = PyUnicode_GET_LENGTH(v);
+    if (n < 1 || n > max) return 0;
+    const unsigned char *s = PyUnicode_1BYTE_DATA(v);
+    long long r = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9') return 0;
+        r = r * 10 + (s[i] - '0');
+    }
+    *out = r;
+    return 1;
+}
+
+/* v.lower() == "true": 1, 0, or -1 with an exception set. */
+static int is_true(PyObject *v) {
+    if (PyUnicode_IS_ASCII(v)) {
+        if (PyUnicode_GET_LENGTH(v) != 4) return 0;
+        const unsigned char *s = PyUnicode_1BYTE_DATA(v);
+        return (s[0] | 0x20) == 't' && (s[1] | 0x20) == 'r' && (s[2] | 0x20) == 'u'
+            && (s[3] | 0x20) == 'e';
+    }
+    PyObject *low = PyObject_CallMethod(v, "lower", NULL);
+    if (!low) return -1;
+    int r = PyUnicode_Check(low) && PyUnicode_Compare(low, str_true) == 0;
+    Py_DECREF(low);
+    if (PyErr_Occurred()) return -1;
+    return r;
+}
+
+static PyObject *send_v2_header(PyObject *Py_UNUSED(module), PyObject *const *args,
+                                Py_ssize_t nargs) {
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "send_v2_header(ext, header_type, known)");
+        return NULL;
+    }
+    PyObject *ext = args[0], *known = args[2];
+    if (!PyType_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "header_type must be a type");
+        return NULL;
+    }
+    PyTypeObject *tp = (PyTypeObject *)args[1];
+    if (!PyDict_CheckExact(ext)) Py_RETURN_NOTIMPLEMENTED;
+    int r = resolve_hslots(tp);
+    if (r < 0) return NULL;
+    if (r > 0) Py_RETURN_NOTIMPLEMENTED;
+    PyObject *v[14];
+    for (int i = 0; i < 14; i++) {
+        v[i] = get_letter(ext, i);
+        if (!v[i] && PyErr_Occurred()) return NULL;
+    }
+    /* d..h, j, k, l, m: what the Python fast path reads as str */
+    static const int typed[] = {H_D, H_E, H_F, H_G, H_H, H_J, H_K, H_L, H_M};
+    for (size_t t = 0; t < sizeof typed / sizeof typed[0]; t++) {
+        PyObject *x = v[typed[t]];
+        if (x && !PyUnicode_CheckExact(x)) Py_RETURN_NOTIMPLEMENTED;
+    }
+    long long num[14] = {0};
+    if (!v[H_D] || !v[H_E] || !v[H_F] || !v[H_G] || !v[H_H]
+            || !digits(v[H_D], 9, &num[H_D]) || !digits(v[H_E], 9, &num[H_E])
+            || !digits(v[H_F], 9, &num[H_F]) || !digits(v[H_H], 9, &num[H_H])
+            || !digits(v[H_G], 18, &num[H_G])
+            || (v[H_J] && !digits(v[H_J], 9, &num[H_J]))
+            || (v[H_L] && !digits(v[H_L], 9, &num[H_L]))
+            || !v[H_A] || !v[H_B] || !v[H_C])
+        Py_RETURN_NONE;
+    int unit_mode = 0, batch = 0;
+    if (v[H_K] && (unit_mode = is_true(v[H_K])) < 0) return NULL;
+    if (v[H_M] && (batch = is_true(v[H_M])) < 0) return NULL;
+    PyObject *extra = PyDict_New();
+    if (!extra) return NULL;
+    if (PyDict_GET_SIZE(ext) > 0) {
+        Py_ssize_t pos = 0;
+        PyObject *key, *value;
+        while (PyDict_Next(ext, &pos, &key, &value)) {
+            int c = PySet_Contains(known, key);
+            if (c < 0 || (c == 0 && PyDict_SetItem(extra, key, value) < 0)) {
+                Py_DECREF(extra);
+                return NULL;
+            }
+        }
+    }
+    PyObject *vals[N_HSLOTS];
+    vals[H_A] = Py_NewRef(v[H_A]);
+    vals[H_B] = Py_NewRef(v[H_B]);
+    vals[H_C] = Py_NewRef(v[H_C]);
+    vals[H_I] = Py_NewRef(v[H_I] ? v[H_I] : Py_None);
+    vals[H_N] = Py_NewRef(v[H_N] ? v[H_N] : Py_None);
+    vals[H_K] = PyBool_FromLong(unit_mode);
+    vals[H_M] = PyBool_FromLong(batch);
+    vals[H_EXTRA] = extra;
+    static const int nums[] = {H_D, H_E, H_F, H_G, H_H, H_J, H_L};
+    int failed = 0;
+    for (size_t t = 0; t < sizeof nums / sizeof nums[0]; t++) {
+        int i = nums[t];
+        if ((i == H_J || i == H_L) && !v[i]) {
+            vals[i] = Py_NewRef(Py_None);
+            continue;
+        }
+        vals[i] = PyLong_FromLongLong(num[i]);
+        if (!vals[i]) failed = 1;
+    }
+    PyObject *hdr = failed ? NULL : tp->tp_alloc(tp, 0);
+    if (!hdr) {
+        for (int i = 0; i < N_HSLOTS; i++) Py_XDECREF(vals[i]);
+        return NULL;
+    }
+    for (int i = 0; i < N_HSLOTS; i++)
+        *(PyObject **)((char *)hdr + hslot_offset[i]) = vals[i];
+    return hdr;
+}
+
 static PyMethodDef methods[] = {
     {"decode_rocketmq_header", (PyCFunction)(void (*)(void))decode_rocketmq_header,
      METH_FASTCALL,
@@ -293,6 +462,9 @@ static PyMethodDef methods[] = {
      "(see the module source's head comment)"},
     {"encode_rocketmq_header", encode_rocketmq_header, METH_O,
      "encode_rocketmq_header(command) -> bytes | None (see the module source's head comment)"},
+    {"send_v2_header", (PyCFunction)(void (*)(void))send_v2_header, METH_FASTCALL,
+     "send_v2_header(ext, header_type, known) -> header | None | NotImplemented "
+     "(see the module source's head comment)"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -303,5 +475,10 @@ static struct PyModuleDef module = {
 };
 
 PyMODINIT_FUNC PyInit__command(void) {
+    for (int i = 0; i < 14; i++) {
+        char name[2] = {(char)('a' + i), 0};
+        if (!letter[i] && !(letter[i] = PyUnicode_InternFromString(name))) return NULL;
+    }
+    if (!str_true && !(str_true = PyUnicode_InternFromString("true"))) return NULL;
     return PyModule_Create(&module);
 }

@@ -50,6 +50,8 @@ from dataclasses import MISSING, dataclass, field, fields
 from decimal import Decimal
 from typing import Annotated, Any, ClassVar, Self, TypeVar, dataclass_transform
 
+from aiorocketmq import refuse_extension
+
 from .codes import RequestCode
 from .command import RemotingCommand
 from .errors import HeaderError
@@ -1419,6 +1421,12 @@ if {f.name for f in fields(SendMessageRequestHeader)} != set(_SEND_HEADER_FIELDS
     raise TypeError("SendMessageRequestHeader's fields changed: update _send_v2_fast")
 _new_object = object.__new__
 
+try:
+    refuse_extension("aiorocketmq.protocol._command")
+    from ._command import send_v2_header as _c_send_v2_header
+except ImportError:  # no C compiler, or AIOROCKETMQ_NO_EXTENSIONS: _send_v2_fast runs
+    _c_send_v2_header = None  # type: ignore[assignment]
+
 
 def _send_v2_fast(ext: Mapping[str, str]) -> SendMessageRequestHeader | None:
     """``_send_v2_fields`` for what the Java client sends (SEND_MESSAGE_V2 is the hot path):
@@ -1487,7 +1495,12 @@ def decode_send_request_header(request: RemotingCommand) -> SendMessageRequestHe
     if code in _V2_SEND_CODES:
         # As from_ext_fields(...).to_v1() (``n`` becomes ``bname``) without the V2 object.
         ext = request.ext_fields if request.ext_fields is not None else {}
-        fast = _send_v2_fast(ext)
+        # The C twin first (protocol/_command.c, send_v2_header): the header, None where
+        # _send_v2_fast gives None, NotImplemented for what it leaves to _send_v2_fast.
+        fast = NotImplemented if _c_send_v2_header is None else \
+            _c_send_v2_header(ext, SendMessageRequestHeader, _V2_KEYS)
+        if fast is NotImplemented:
+            fast = _send_v2_fast(ext)
         if fast is not None:
             return fast
         return SendMessageRequestHeader(**_send_v2_fields(ext), bname=ext.get("n"))
