@@ -140,7 +140,7 @@ class StoreCleaner:
         at_once = cfg.clean_file_forcibly_enable and clean_immediately
         files = store.commit_log.mfq.detach_expired_by_time(
             cfg.file_reserved_time * 3600 * 1000, now, at_once)
-        await self._destroy_off_loop(files)
+        await self.destroy_off_loop(files)
         if files:
             log.info("store.commit_log_files_deleted", count=len(files),
                      min_phy_offset=store.commit_log.min_offset)
@@ -160,9 +160,10 @@ class StoreCleaner:
             doomed.extend(cq.detach_expired(min_phy))
         if store.index is not None:
             doomed.extend(store.index.detach_expired(min_phy))
-        await self._destroy_off_loop(doomed)
+        await self.destroy_off_loop(doomed)
 
-    async def _destroy_off_loop(self, files: Sequence[MappedFile | Any]) -> None:
+    async def destroy_off_loop(self, files: Sequence[MappedFile | Any]) -> None:
+        """Unmap and unlink detached files on the store's worker threads."""
         if not files:
             return
 

@@ -157,3 +157,80 @@ async def test_single_member_restart_recovers(tmp_path: Path) -> None:
         assert r.append_result.logics_offset == 150
     finally:
         await again.shutdown()
+
+
+async def test_retention_deletes_expired_dledger_segments_on_every_member(tmp_path: Path) -> None:
+    """Expired DLedger data segments go on each member at a ``deleteWhen`` hour (stock's
+    ``fileReservedTime + 1`` hours), never the committed entry's; the min offset moves, reads
+    below it find the record removed, and a restarted member begins where it was cut."""
+    ports = [free_port() for _ in range(3)]
+    peers = ";".join(f"n{i}-127.0.0.1:{p}" for i, p in enumerate(ports))
+
+    def retaining(i: int) -> DLedgerMessageStore:
+        s = make_store(tmp_path, i, peers)
+        s.config.delete_when = ";".join(f"{h:02d}" for h in range(24))
+        s.config.file_reserved_time = 1
+        return s
+
+    stores = [retaining(i) for i in range(3)]
+    try:
+        for s in stores:
+            await s.start()
+        await wait_for(lambda: len(leaders(stores)) == 1 and leaders(stores)[0].leader_ready, 20,
+                       "a ready leader")
+        leader = leaders(stores)[0]
+        for start in range(0, 800, 100):
+            results = await asyncio.gather(*(leader.put_message(inner(i)) for i in range(start, start + 100)))
+            assert all(r.status is PutMessageStatus.PUT_OK for r in results)
+        end = leader.dstore.committed_pos
+        for s in stores:
+            await wait_for(lambda s=s: s.dispatcher.dispatched_offset >= end, 20, f"{s.self_id} dispatching")
+            assert len(s.dstore.data.files) > 3
+        now = int(time.time() * 1000)
+        # Fresh segments are kept.
+        assert [await s.clean_once(now_ms=now) for s in stores] == [0, 0, 0]
+        for s in stores:
+            for mf in s.dstore.data.files:
+                mf.last_modified_ms = now - 2 * 3600 * 1000 - 1  # fileReservedTime + 1 hours ago
+        deleted = [await s.clean_once(now_ms=now) for s in stores]
+        assert all(n > 0 for n in deleted)
+        mins = {s.commit_log.min_offset for s in stores}
+        begins = {s.dstore.begin_index for s in stores}
+        assert len(mins) == 1 and len(begins) == 1
+        min_offset = mins.pop()
+        begin = begins.pop()
+        assert min_offset > 0 and begin > 0
+        for s in stores:
+            ds = s.dstore
+            found = ds.pos_size(ds.committed_index)
+            assert found is not None and found[0] >= min_offset  # the committed entry is kept
+            assert s.get_min_phy_offset() == min_offset
+            assert s.look_message_by_offset(0x30) is None
+            # The queue's min offset moved to its first unit at or past the log's min offset.
+            r = s.get_message("g", TOPIC, 0, 0, 32)
+            assert r.status is GetMessageStatus.OFFSET_TOO_SMALL and r.min_offset > 0
+            r.release()
+            r = s.get_message("g", TOPIC, 0, r.min_offset, 32)
+            try:
+                assert r.status is GetMessageStatus.FOUND
+                assert decode_messages(r.body())[0].commit_log_offset >= min_offset
+            finally:
+                r.release()
+            assert not (Path(ds.data.store_path) / f"{0:020d}").exists()
+
+        # A follower restarts on what is left and keeps following.
+        follower = next(s for s in stores if s is not leader)
+        i = stores.index(follower)
+        await follower.shutdown()
+        back = retaining(i)
+        stores[i] = back
+        await back.start()
+        assert back.dstore.begin_index == begin and back.commit_log.min_offset == min_offset
+        r2 = await leader.put_message(inner(800))
+        assert r2.status is PutMessageStatus.PUT_OK
+        end = leader.dstore.committed_pos
+        await wait_for(lambda: back.dispatcher.dispatched_offset >= end, 20, "the restarted follower")
+        assert back.dstore.get(back.dstore.end_index) == leader.dstore.get(leader.dstore.end_index)
+    finally:
+        for s in stores:
+            await s.shutdown()

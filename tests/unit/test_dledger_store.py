@@ -178,3 +178,57 @@ def test_member_state_persists_term_and_vote(tmp_path: Path) -> None:
         MemberState("g", "n9", peers, tmp_path)
     with pytest.raises(ValueError):
         parse_peers("n0:127.0.0.1")
+
+
+def test_retention_deletes_expired_segments_and_recovers(tmp_path: Path) -> None:
+    """``detach_expired``: old leading segments go (data and the index below the new first
+    entry), never past ``keep_pos``; positions stay, reads below the first kept one are
+    refused, and a reopened store (even one that lost its index) begins there."""
+    unit_seg = INDEX_UNIT_SIZE * 8
+    store = DLedgerMmapFileStore(str(tmp_path), SEG, index_file_size=unit_seg)
+    store.load_and_recover()
+    entries = _fill(store, 60)
+    per_segment = (SEG - 8) // 348  # 11
+    store.set_committed(40)
+    for mf in store.data.files:
+        mf.last_modified_ms = 1_000  # long ago
+    hour = 3600 * 1000
+    now = 10 * hour
+    # Nothing is old enough yet at this clock: nothing goes.
+    assert store.detach_expired(hour, 1_000 + hour - 1, False, entries[40].pos) == ([], [])
+    data, index = store.detach_expired(hour, now, False, entries[40].pos)
+    # Segments 0..2 end before the committed entry's (3); 3 holds it and stays.
+    assert [mf.file_from_offset for mf in data] == [0, SEG, 2 * SEG]
+    begin = 3 * per_segment
+    assert store.begin_index == begin and entries[begin].pos == 3 * SEG
+    assert [mf.file_from_offset for mf in index] == [0, unit_seg, 2 * unit_seg, 3 * unit_seg]
+    for mf in (*data, *index):
+        mf.destroy()
+    assert sorted(os.listdir(tmp_path / "data"))[0] == f"{3 * SEG:020d}"
+    assert store.data.min_offset == 3 * SEG
+    assert store.get(begin - 1) is None and store.pos_size(begin - 1) is None
+    assert store.data.find_mapped_file_by_offset(entries[begin - 1].pos) is None
+    assert store.entry_view(entries[begin - 1].pos, 48) is None
+    assert [store.get(i) for i in range(begin, 60)] == entries[begin:]
+    # Even forced, the segment of the committed entry is kept.
+    assert store.detach_expired(hour, now, True, entries[40].pos) == ([], [])
+    store.persist_checkpoint()
+    store.close()
+
+    again = DLedgerMmapFileStore(str(tmp_path), SEG, index_file_size=unit_seg)
+    again.load_and_recover()
+    assert (again.begin_index, again.end_index, again.committed_index) == (begin, 59, 40)
+    assert again.data.min_offset == 3 * SEG and again.end_pos == entries[-1].end
+    assert again.get(begin - 1) is None
+    assert [again.get(i) for i in range(begin, 60)] == entries[begin:]
+    nxt = _fill(again, 1, term=2)[0]
+    assert nxt.index == 60 and nxt.pos == entries[-1].end
+    again.close()
+
+    for f in (tmp_path / "index").iterdir():
+        f.unlink()
+    rebuilt = DLedgerMmapFileStore(str(tmp_path), SEG, index_file_size=unit_seg)
+    rebuilt.load_and_recover()
+    assert (rebuilt.begin_index, rebuilt.end_index) == (begin, 60)
+    assert [rebuilt.get(i) for i in range(begin, 60)] == entries[begin:]
+    rebuilt.close()

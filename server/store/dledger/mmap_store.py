@@ -27,7 +27,14 @@ Contract:
 * ``flush()`` (a worker thread) makes data and index durable; ``persist_checkpoint()``
   writes the checkpoint (the flusher calls both, as upstream's ``FlushDataService``
   every ``flushFileInterval`` / ``checkPointInterval``).
-* Retention is not implemented: segments are never deleted by age (``ledger_begin`` is 0).
+* ``detach_expired(expired_ms, now_ms, force, keep_pos)`` (retention, upstream
+  ``CleanSpaceService``: ``deleteExpiredFileByTime`` then ``reviseLedgerBeginIndex``):
+  takes out (and returns) the leading data segments last written ``expired_ms`` or more ago (any age
+  when ``force``), never the last one nor one reaching ``keep_pos`` (the caller keeps the
+  committed entry and everything not yet dispatched), then the index segments wholly
+  below the new first entry; ``begin_index`` becomes that entry's index and ``data``'s
+  ``min_offset`` its position. The caller destroys the returned files off the loop.
+  Recovery takes the log's begin from the first segment's first entry.
 
 Upstream: ``store/file/DLedgerMmapFileStore.java`` (``recover``, ``appendAsLeader``,
 ``appendAsFollower``, ``truncate``, ``persistCheckPoint``), ``MmapFileList``.
@@ -36,6 +43,7 @@ Upstream: ``store/file/DLedgerMmapFileStore.java`` (``recover``, ``appendAsLeade
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 from aiorocketmq.logs import get_logger
@@ -200,6 +208,7 @@ class DLedgerMmapFileStore:
         mf = self._data_segment(pos)
         mf.write_at(pos - mf.file_from_offset, data)
         mf.wrote_position = pos - mf.file_from_offset + size
+        mf.last_modified_ms = int(time.time() * 1000)  # retention's age of the segment
         imf = self.index.get_last_mapped_file(unit_off)
         assert imf is not None and imf.file_from_offset + imf.wrote_position == unit_off, \
             f"index unit {entry.index} at {unit_off}, index ends at {self.index.max_offset}"
@@ -263,6 +272,39 @@ class DLedgerMmapFileStore:
             _zero(mf, end - mf.file_from_offset, min(mf.wrote_position, old_end - mf.file_from_offset))
         self.index.truncate_dirty_files(end, zero_tail=False)
 
+    def detach_expired(self, expired_ms: int, now_ms: int, force: bool, keep_pos: int,
+                       max_batch: int = 10) -> tuple[list[MappedFile], list[MappedFile]]:
+        """Take out the expired leading segments (module docstring): (data, index) segments,
+        for the caller to destroy."""
+        files = self.data.files
+        n = 0
+        for mf in files[:-1]:
+            if n >= max_batch or mf.file_from_offset + self.file_size > keep_pos:
+                break
+            if not (force or now_ms >= mf.last_modified_ms + expired_ms):
+                break  # no hole in the middle
+            n += 1
+        if n == 0:
+            return [], []
+        begin = self._first_entry_index(files[n])
+        if begin < 0 or begin > self._end:
+            return [], []  # the segment kept first holds no entry to begin with
+        data = files[:n]
+        del files[:n]
+        self.data.flushed_where = max(self.data.flushed_where, files[0].file_from_offset)
+        index_begin = begin * INDEX_UNIT_SIZE
+        ifiles = self.index.files
+        k = 0
+        while k < len(ifiles) - 1 and ifiles[k].file_from_offset + self.index.file_size <= index_begin:
+            k += 1
+        index = ifiles[:k]
+        del ifiles[:k]
+        self.index.flushed_where = max(self.index.flushed_where, ifiles[0].file_from_offset)
+        self._begin = begin
+        log.info("dledger.segments_deleted", dir=self.base_dir, count=n, begin=begin,
+                 min_offset=files[0].file_from_offset)
+        return data, index
+
     def set_committed(self, index: int) -> None:
         index = min(index, self._end)
         if index <= self._committed:
@@ -298,7 +340,7 @@ class DLedgerMmapFileStore:
         last_index = first_index - 1 if first_index >= 0 else -1
         last_term = -1
         rewrite_index = first_index < 0
-        expect_index = first_index if first_index >= 0 else 0
+        expect_index = first_index if first_index >= 0 else self._header_index(files[start])
         if rewrite_index:
             self.index.truncate_dirty_files(0)
         while True:
@@ -331,6 +373,8 @@ class DLedgerMmapFileStore:
                 self.index.reserve(off + INDEX_UNIT_SIZE, off)
                 imf = self.index.get_last_mapped_file(off)
                 assert imf is not None
+                if imf.wrote_position == 0 and imf.file_from_offset < off:
+                    imf.wrote_position = off - imf.file_from_offset  # a log not begun at 0
                 imf.append(encode_index_unit(pos, size, e_index, e_term, magic))
             last_index, last_term = e_index, e_term
             expect_index = e_index + 1
@@ -356,6 +400,15 @@ class DLedgerMmapFileStore:
             pass
         log.info("dledger.store_recovered", dir=self.base_dir, begin=self._begin, end=self._end,
                  end_term=self._end_term, end_pos=self._end_pos, committed=self._committed)
+
+    @staticmethod
+    def _header_index(mf: MappedFile) -> int:
+        """The index the entry header at the segment's start names (0 when there is none)."""
+        try:
+            magic, _, index, _, pos = HEADER.unpack_from(mf.mm, 0)[:5]
+        except Exception:
+            return 0
+        return index if magic == CURRENT_MAGIC and pos == mf.file_from_offset and index >= 0 else 0
 
     def _first_entry_index(self, mf: MappedFile) -> int:
         """The index of the entry at the segment's start when its unit agrees, else -1."""

@@ -24,7 +24,15 @@ The ``MessageStore`` facade, reads and all, with its commit log replaced by the 
   log's end, and dispatch resumes from the store checkpoint's logics offset (units already
   written are skipped, so re-dispatching is harmless); ``currterm`` gives back the term and
   vote. The node starts as a candidate.
-* Retention of the DLedger data is not implemented (segments are kept).
+* Retention (each pass of the store's clean routine, on every member, as stock's DLedger
+  mode: the broker hands ``fileReservedTime + 1`` hours, ``deleteWhen`` and
+  ``cleanFileForciblyEnable`` to DLedger's ``CleanSpaceService``): at a ``deleteWhen`` hour,
+  or whenever the DLedger directory's or data directory's partition is over 70 % used,
+  data segments last written ``fileReservedTime + 1`` hours ago or more (at least one
+  hour) are deleted, any age when over 85 % with ``cleanFileForciblyEnable``; never the
+  last, nor one holding the committed entry or anything after it, nor anything not yet
+  dispatched (mmap_store.py ``detach_expired``). The log's min offset is then the first
+  segment's start; consume queues and index files below it go as in the normal store.
 * Timing: heartbeats every ``HEARTBEAT_INTERVAL_MS`` (1 s, stock 2 s), a follower stands
   after three missed (3 s, stock 6 s); ``preferredLeaderId`` (``;``-separated ids) makes a
   leader hand over to a caught-up preferred member (core.py).
@@ -51,6 +59,7 @@ from aiorocketmq.protocol.dledger.entry import BLANK_MAGIC_CODE, BODY_OFFSET, CU
 from aiorocketmq.protocol.dledger.wire import DLedgerResponseCode, parse_peers
 from aiorocketmq.protocol.message import MessageDecodeError, decode_message
 
+from ..cleaner import is_it_time_to_do
 from ..config import ASYNC_FLUSH, MessageStoreConfig
 from ..dispatcher import DispatchRequest, compute_tags_code
 from ..flush import FlushService
@@ -83,6 +92,9 @@ _CHECKPOINT_INTERVAL = 3.0  # DLedgerConfig.checkPointInterval
 # 6 s, and a stock leader's 2 s beats (and its 1 s commit pushes) stay well inside our 3 s.
 HEARTBEAT_INTERVAL_MS = 1000
 _INDEX_FLUSH_INTERVAL = 1.0
+# DLedgerConfig.diskSpaceRatioToCheckExpired / diskSpaceRatioToForceClean (0.3.1.2 defaults).
+_RATIO_CHECK_EXPIRED = 0.70
+_RATIO_FORCE_CLEAN = 0.85
 
 # DLedgerCommitLog.asyncPutMessage's answer for each DLedger response code.
 _PUT_STATUS = {
@@ -352,8 +364,8 @@ class DLedgerMessageStore(MessageStore):
             props = msg.properties
             req = DispatchRequest(
                 msg.topic, msg.queue_id, msg.commit_log_offset, msg.store_size,
-                compute_tags_code(msg.topic, props, msg.store_timestamp, self.delay_levels),
-                msg.store_timestamp, msg.queue_offset, props.get(_KEYS), props.get(_UNIQ),
+                compute_tags_code(msg.topic, props, msg.store_timestamp, {}),
+                msg.store_timestamp, msg.queue_offset, None, props.get(_UNIQ),
                 msg.sys_flag)
             try:
                 dispatcher.dispatch(req)
@@ -458,7 +470,7 @@ class DLedgerMessageStore(MessageStore):
             log.warn("store.dledger_put_not_committed", offset=result.wrote_offset, code=name)
         return PutMessageResult(status, result)
 
-    # ------------------------------------------------------------------ no HA, no retention
+    # ------------------------------------------------------------------ no HA; retention
 
     def get_commit_log_data(self, offset: int) -> memoryview | None:
         return None
@@ -468,8 +480,23 @@ class DLedgerMessageStore(MessageStore):
         return False
 
     async def delete_expired_commit_log_files(self, *, now_ms: int | None = None) -> int:
-        self.cleaner.update_disk_state()
-        return 0
+        """Delete expired DLedger data segments when due (module docstring); how many."""
+        cleaner = self.cleaner
+        cleaner.update_disk_state()
+        cfg = self.config
+        ds = self.dstore
+        ratio = max(self._disk_used_ratio(self.dledger_dir), self._disk_used_ratio(ds.data.store_path))
+        now = int(time.time() * 1000) if now_ms is None else now_ms
+        time_up = is_it_time_to_do(cfg.delete_when, time.localtime(now / 1000).tm_hour)
+        if not (time_up or ratio > _RATIO_CHECK_EXPIRED):
+            return 0
+        force = cfg.clean_file_forcibly_enable and ratio > _RATIO_FORCE_CLEAN
+        reserved_ms = max(cfg.file_reserved_time + 1, 1) * 3600 * 1000
+        found = ds.pos_size(ds.committed_index)
+        keep = min(found[0] if found is not None else 0, self.dispatcher.dispatched_offset)
+        data, index = ds.detach_expired(reserved_ms, now, force, keep)
+        await cleaner.destroy_off_loop([*data, *index])
+        return len(data)
 
     def runtime_info(self) -> dict[str, str]:
         info = super().runtime_info()
