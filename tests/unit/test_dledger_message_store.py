@@ -13,6 +13,7 @@ over real sockets on 127.0.0.1 (server/store/dledger/store.py).
 from __future__ import annotations
 
 import asyncio
+import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -231,6 +232,25 @@ async def test_retention_deletes_expired_dledger_segments_on_every_member(tmp_pa
         end = leader.dstore.committed_pos
         await wait_for(lambda: back.dispatcher.dispatched_offset >= end, 20, "the restarted follower")
         assert back.dstore.get(back.dstore.end_index) == leader.dstore.get(leader.dstore.end_index)
+
+        # A member that lost its files begins at the leader's first entry (everything before
+        # it is gone from the leader) and serves what follows.
+        other = next(s for s in stores if s is not leader and s is not back)
+        j = stores.index(other)
+        await other.shutdown()
+        shutil.rmtree(tmp_path / f"n{j}")
+        fresh = retaining(j)
+        stores[j] = fresh
+        await fresh.start()
+        r3 = await leader.put_message(inner(801))
+        assert r3.status is PutMessageStatus.PUT_OK and r3.append_result is not None
+        end = leader.dstore.committed_pos
+        await wait_for(lambda: fresh.dispatcher.dispatched_offset >= end, 20, "the wiped follower")
+        assert fresh.dstore.begin_index == begin and fresh.commit_log.min_offset == min_offset
+        for k in range(begin, leader.dstore.end_index + 1):
+            assert fresh.dstore.get(k) == leader.dstore.get(k)
+        view = fresh.look_message_by_offset(r3.append_result.wrote_offset)
+        assert view is not None and view.keys == "k801"
     finally:
         for s in stores:
             await s.shutdown()

@@ -232,3 +232,31 @@ def test_retention_deletes_expired_segments_and_recovers(tmp_path: Path) -> None
     assert (rebuilt.begin_index, rebuilt.end_index) == (begin, 60)
     assert [rebuilt.get(i) for i in range(begin, 60)] == entries[begin:]
     rebuilt.close()
+
+
+def test_reset_to_begins_the_log_at_a_leaders_first_entry(tmp_path: Path) -> None:
+    """A follower behind the leader's retained log begins anew at the leader's first entry."""
+    unit_seg = INDEX_UNIT_SIZE * 8
+    store = DLedgerMmapFileStore(str(tmp_path), SEG, index_file_size=unit_seg)
+    store.load_and_recover()
+    _fill(store, 5)
+    store.set_committed(3)
+    first = DLedgerEntry(index=37, term=2, pos=5 * SEG, body=b"x" * 300)
+    with pytest.raises(LogError):  # not at a segment's start
+        store.reset_to(DLedgerEntry(index=37, term=2, pos=5 * SEG + 48, body=b"x"))
+    with pytest.raises(LogError):  # not past the end
+        store.reset_to(DLedgerEntry(index=4, term=2, pos=5 * SEG, body=b"x"))
+    store.reset_to(first)
+    assert (store.begin_index, store.end_index, store.end_term, store.committed_index) == (37, 37, 2, -1)
+    assert store.get(3) is None and store.get(37) == first and store.data.min_offset == 5 * SEG
+    assert sorted(os.listdir(tmp_path / "data")) == [f"{5 * SEG:020d}"]
+    more = _fill(store, 20, term=2)
+    assert more[0].index == 38 and more[0].pos == first.end
+    store.set_committed(50)
+    store.persist_checkpoint()
+    store.close()
+    again = DLedgerMmapFileStore(str(tmp_path), SEG, index_file_size=unit_seg)
+    again.load_and_recover()
+    assert (again.begin_index, again.end_index, again.committed_index) == (37, 57, 50)
+    assert [again.get(i) for i in range(37, 58)] == [first, *more]
+    again.close()

@@ -1003,7 +1003,17 @@ class RaftNode:
                 lg.truncate_after(keep)
             self.verified_index = max(self.verified_index, entry.index)
             return C.SUCCESS
-        if entry.index != self.verified_index + 1 or entry.index > lg.end_index + 1:
+        if entry.index > lg.end_index + 1:
+            # The leader's first entry is past our end (its retention deleted what lies
+            # between): begin the log anew with it (upstream's truncate rebuilds the files).
+            try:
+                lg.reset_to(entry)
+            except LogError as exc:
+                log.warn("dledger.reset_refused", self_id=self.state.self_id, error=str(exc))
+                return C.INCONSISTENT_STATE
+            self.verified_index = entry.index
+            return C.SUCCESS
+        if entry.index != self.verified_index + 1:
             # Writing it would put a leader's entry after entries not known to be the
             # leader's (or leave a gap): let the leader compare again.
             return C.INCONSISTENT_STATE

@@ -14,6 +14,9 @@ Contract of a ``RaftLog``:
 * ``set_committed(index)`` records the commit point (it only moves forward; the store
   persists it lazily, so a restart may come back with an older one: it is a lower bound).
 * ``committed_pos`` is the end of the committed entry (0 when nothing is committed).
+* ``reset_to(entry)`` drops everything and begins the log with ``entry``, past the end
+  (a follower behind the leader's first entry after retention); ``LogError`` when the
+  log cannot (``MemoryLog`` never can).
 
 ``MemoryLog`` keeps everything in a list; the simulation uses it, and its positions follow
 the data-segment rule of ``file_size`` so they are the ones an mmap store would give.
@@ -67,6 +70,8 @@ class RaftLog(Protocol):
     def truncate_after(self, index: int) -> None: ...
 
     def set_committed(self, index: int) -> None: ...
+
+    def reset_to(self, entry: DLedgerEntry) -> None: ...
 
 
 class MemoryLog:
@@ -123,6 +128,9 @@ class MemoryLog:
     def truncate_after(self, index: int) -> None:
         del self.entries[max(index + 1, 0):]
         self._committed = min(self._committed, self.end_index)
+
+    def reset_to(self, entry: DLedgerEntry) -> None:
+        raise LogError("a MemoryLog always begins at index 0")
 
     def set_committed(self, index: int) -> None:
         index = min(index, self.end_index)

@@ -34,7 +34,9 @@ Contract:
   committed entry and everything not yet dispatched), then the index segments wholly
   below the new first entry; ``begin_index`` becomes that entry's index and ``data``'s
   ``min_offset`` its position. The caller destroys the returned files off the loop.
-  Recovery takes the log's begin from the first segment's first entry.
+  Recovery takes the log's begin from the first segment's first entry. ``reset_to(entry)``
+  begins an empty or outdated log at a leader's first entry (a follower that fell behind
+  the leader's retention).
 
 Upstream: ``store/file/DLedgerMmapFileStore.java`` (``recover``, ``appendAsLeader``,
 ``appendAsFollower``, ``truncate``, ``persistCheckPoint``), ``MmapFileList``.
@@ -304,6 +306,39 @@ class DLedgerMmapFileStore:
         log.info("dledger.segments_deleted", dir=self.base_dir, count=n, begin=begin,
                  min_offset=files[0].file_from_offset)
         return data, index
+
+    def reset_to(self, entry: DLedgerEntry) -> None:
+        """Drop the whole log and begin it anew with ``entry`` (a follower whose log ends
+        before the leader's first entry, the leader having deleted what lies between:
+        upstream ``truncate`` rebuilding the files at the entry's position). ``entry.pos``
+        must start a data segment (a leader's first entry always does).
+
+        Raises:
+            LogError: ``entry`` not past this log's end, or not at a segment's start.
+        """
+        if entry.index <= self._end or entry.pos % self.file_size or entry.pos < 0:
+            raise LogError(f"cannot begin the log at entry {entry.index} (pos {entry.pos}), "
+                           f"the log ends at {self._end}")
+        for mfq in (self.data, self.index):
+            for mf in (*mfq.files, *mfq.spares):
+                mf.destroy()
+            mfq.files = []
+            mfq.spares = []
+        unit_off = entry.index * INDEX_UNIT_SIZE
+        self.index.reserve(unit_off + INDEX_UNIT_SIZE, unit_off)
+        imf = self.index.get_last_mapped_file(unit_off)
+        assert imf is not None
+        imf.wrote_position = imf.flushed_position = unit_off - imf.file_from_offset
+        self.index.flushed_where = unit_off
+        self.data.flushed_where = entry.pos
+        self._begin = -1
+        self._end = entry.index - 1
+        self._end_term = -1
+        self._end_pos = entry.pos
+        self._committed = -1
+        self._committed_pos = 0
+        log.warn("dledger.log_reset", dir=self.base_dir, begin=entry.index, pos=entry.pos)
+        self.append(entry)
 
     def set_committed(self, index: int) -> None:
         index = min(index, self._end)
