@@ -7,6 +7,7 @@ Upstream: ``store/timer/TimerMessageStore.java``, ``broker/util/HookUtils.java``
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -455,3 +456,36 @@ async def test_refused_put_back_is_retried_not_dropped(node: Node,
     assert node.delivered() == []
     assert await node.timer.run_once()
     assert [m.body for m in node.delivered()] == [b"r"]
+
+
+async def test_a_store_that_ran_as_a_slave_looks_put_backs_up(tmp_path: Path) -> None:
+    """A store that was a master (own timer files), then a slave while another master put
+    its timers back, then a master again: its stale timer state does not deliver twice."""
+    clock = Clock()
+    old, other = tmp_path / "old", tmp_path / "other"
+    n = await Node(old, clock).open()
+    await n.put(body=b"m0", TIMER_DELAY_SEC="2")
+    await n.put(body=b"m1", TIMER_DELAY_SEC="4")
+    assert await n.timer.run_once()  # both in this store's wheel
+    await n.close()
+    shutil.copytree(old, other)
+    n = await Node(other, clock).open()  # the other master puts both back
+    await n.advance(T0 + 5_000)
+    assert [m.body for m in n.delivered()] == [b"m0", b"m1"]
+    await n.close()
+    # The old store, now its slave, replicates all but the timer files.
+    timer_files = {"timerwheel", "timerlog", "timercheck", "timermetrics"}
+    shutil.copytree(other, old, dirs_exist_ok=True,
+                    ignore=lambda _d, names: [x for x in names if x in timer_files])
+    # Started as a slave (the broker loads no timer store then): the timer files it kept
+    # are marked not its own.
+    n = await Node(old, clock, broker_role="SLAVE", timer_wheel_enable=False).open()
+    await n.close()
+    n = await Node(old, clock).open()  # restarted as a master
+    try:
+        assert n.timer.verify_below == n.store.commit_log.max_offset > 0
+        await n.advance(T0 + 8_000)
+        assert [m.body for m in n.delivered()] == [b"m0", b"m1"]
+        assert n.timer.verified_skips == 2
+    finally:
+        await n.close()

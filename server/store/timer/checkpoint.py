@@ -13,6 +13,10 @@ Contract:
   position or the queue offset; the commit-log offset where the put was to land). It is
   written before such a put and cleared after its mark, so that a restart after SIGKILL
   can tell whether that one put happened (``TimerMessageStore`` recovery).
+* Ours, at 88 and 96: ``verify_below`` (parked records below this commit-log offset may
+  have been put back by another master: 0 none) and ``foreign`` (1: the state in these
+  files is not this store's own, written by a store running as a slave; the next load
+  as a master sets ``verify_below`` and clears it).
 * Every field is written through to the mapping when set: a process killed with SIGKILL
   loses none of it; ``flush`` (msync) makes it survive a power loss. A new file reads as
   zeros (nothing delivered, nothing read).
@@ -37,6 +41,7 @@ INFLIGHT_EXPIRED = 2
 _READ_TIME, _LOG_POS, _QUEUE_OFFSET, _MASTER_OFFSET = 0, 8, 16, 24
 _STATE_VERSION, _TIMESTAMP, _COUNTER = 32, 40, 48
 _INFLIGHT_KIND, _INFLIGHT_KEY, _INFLIGHT_EXPECT = 64, 72, 80
+_VERIFY_BELOW, _FOREIGN = 88, 96
 
 
 class TimerCheckpoint:
@@ -104,6 +109,22 @@ class TimerCheckpoint:
         """``DataVersion.nextVersion``: a new timestamp and counter + 1."""
         self._set(_TIMESTAMP, now_ms)
         self._set(_COUNTER, self._get(_COUNTER) + 1)
+
+    @property
+    def verify_below(self) -> int:
+        return self._get(_VERIFY_BELOW)
+
+    @verify_below.setter
+    def verify_below(self, value: int) -> None:
+        self._set(_VERIFY_BELOW, value)
+
+    @property
+    def foreign(self) -> bool:
+        return self._get(_FOREIGN) != 0
+
+    @foreign.setter
+    def foreign(self, value: bool) -> None:
+        self._set(_FOREIGN, 1 if value else 0)
 
     # -- the delivery in flight ---------------------------------------------------------
 

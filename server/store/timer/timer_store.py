@@ -67,6 +67,14 @@ each timer message is delivered once across failovers. ``suspend`` stops it when
 member stops leading. Without an index (``messageIndexEnable=false``) nothing is found and
 a failover may deliver twice.
 
+Master/slave mode: a slave runs no timer store; it replicates the parked records and their
+put backs with the commit log. A store started as a slave marks the timer files it may keep
+from a time it was a master as not its own (the checkpoint's ``foreign``). ``load`` on a
+store whose files are so marked, or that has no checkpoint while the timer topic's queue
+holds units (a slave's store restarted as a master), sets ``verify_below`` to the commit
+log's end, as ``load_as_leader`` does, and keeps it in the checkpoint (a restart before the
+wheel has passed those records still looks them up): each is delivered once.
+
 Files: ``<root>/timerwheel``, ``<root>/timerlog/``, ``<root>/config/timercheck``
 (``wheel.py``, ``log.py``, ``checkpoint.py``), and ``<root>/config/timermetrics``
 (``metrics.py``: pending timers per real topic, -1 when a unit is put back or cancelled). Timer-log segments whose records left the
@@ -256,6 +264,8 @@ class TimerMessageStore:
         self.verify_below = -1
         self.verified_skips = 0
         self._claimed: set[int] = set()  # put backs found so (one per parked record)
+        if config.is_slave and os.path.exists(self.checkpoint_path):
+            self._mark_foreign()
 
     # -- accepting (HookUtils.handleScheduleMessage) ------------------------------------
 
@@ -342,6 +352,16 @@ class TimerMessageStore:
         self.metrics = TimerMetrics(self.metrics.path)
         self.metrics.load()
         self._recover()
+        ckpt = self.checkpoint
+        cq = self.store.find_consume_queue(TIMER_TOPIC, 0)
+        if ckpt.foreign or (not ckpt.existed and cq is not None and cq.max_offset > 0):
+            # A store that ran as a slave: the records parked here may have been put back
+            # by its old master, which left no mark in these files (module docstring).
+            ckpt.verify_below = self.store.commit_log.max_offset
+            ckpt.foreign = False
+            log.info("store.timer.foreign_state", verify_below=ckpt.verify_below,
+                     checkpoint_existed=ckpt.existed)
+        self.verify_below = ckpt.verify_below
         self._state = "loaded"
 
     def start(self) -> None:
@@ -384,7 +404,7 @@ class TimerMessageStore:
         leader, so until the wheel has passed them each is looked up (by its UNIQ_KEY in the
         index) before it is put back, and one found put back is marked instead."""
         self.load()
-        self.verify_below = self.store.commit_log.max_offset
+        self.verify_below = self._ckpt().verify_below = self.store.commit_log.max_offset
         self._claimed.clear()
         log.info("store.timer.leader_loaded", verify_below=self.verify_below,
                  queue_offset=self.queue_offset, read_time_ms=self.curr_read_ms)
@@ -397,6 +417,20 @@ class TimerMessageStore:
         self.timer_log = None
         self.checkpoint = None
         self._state = "new"
+
+    def _mark_foreign(self) -> None:
+        """A store running as a slave: the timer state in its files (from a time it was a
+        master) no longer accounts for what the master puts back (``load``)."""
+        try:
+            ckpt = TimerCheckpoint(self.checkpoint_path)
+        except OSError as exc:
+            log.error("store.timer.mark_foreign_failed", error=repr(exc))
+            return
+        try:
+            ckpt.foreign = True
+            ckpt.flush()
+        finally:
+            ckpt.close()
 
     def _close(self) -> None:
         with self._files_lock:
