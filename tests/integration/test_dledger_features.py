@@ -274,3 +274,37 @@ async def test_cluster_list_shows_roles(group: Group) -> None:
             if len(f) > 3 and f[1] == GROUP}
     want = {("0", leader)} | {(str(by_addr[a].follower_id), a) for a in followers}
     assert rows == want, out
+
+
+@pytest.mark.spark
+async def test_spark_source_reads_the_group(group: Group) -> None:
+    pytest.importorskip("pyspark")
+    from pyspark.sql import SparkSession
+
+    from aiorocketmq.spark_sink import register
+
+    topic = "DLedgerSpark"
+    bodies = [f"s{i}".encode() for i in range(20)]
+    async with MQAdmin(group.ns) as admin, Producer("PG_dl_spark", group.ns) as producer:
+        leader, followers = await roles(admin)
+        await make_topic(admin, leader, followers, topic)
+        for body in bodies:
+            await producer.send(Message(topic, body))
+
+    def read() -> list[tuple[bytes, str]]:
+        session = (SparkSession.builder.master("local[2]").appName("aiorocketmq-dledger")
+                   .config("spark.ui.enabled", "false")
+                   .config("spark.sql.shuffle.partitions", "2").getOrCreate())
+        try:
+            session.sparkContext.setLogLevel("ERROR")
+            register(session)
+            df = session.read.format("rocketmq").option("nameServer", group.ns).option(
+                "topic", topic).load()
+            return [(bytes(r.body), r.brokerName)
+                    for r in df.select("body", "brokerName").collect()]
+        finally:
+            session.stop()
+
+    rows = await asyncio.to_thread(read)
+    assert sorted(b for b, _ in rows) == sorted(bodies)
+    assert {name for _, name in rows} == {GROUP}
