@@ -13,7 +13,13 @@ Contract:
   committed to this slave while the master was away are kept until the master has its
   own), delay offsets (GET_ALL_DELAY_OFFSET: replaced) and subscription groups
   (GET_ALL_SUBSCRIPTIONGROUP_CONFIG: replaced when the DataVersion differs). Each is
-  persisted. A failed step is logged and the others still run; nothing is raised.
+  persisted. With ``timerWheelEnable`` then the timer counts (GET_TIMER_METRICS: replaced
+  and written to ``config/timermetrics`` when the DataVersion differs, as stock 5.x's
+  ``syncTimerMetrics``), so the slave answers its master's counts. The timer checkpoint is
+  not copied (stock's ``syncTimerCheckPoint``): our slave keeps no timer log or wheel for it
+  to describe; its store restarted as a master rebuilds them from the timer topic
+  (``server/store/timer``). A failed step is logged and the others still run; nothing is
+  raised.
 """
 
 from __future__ import annotations
@@ -90,8 +96,11 @@ class SlaveSynchronize:
         if not addr or addr == self._b.broker_addr:
             return False
         ok = True
-        for step in (self._sync_topic_config, self._sync_consumer_offset,
-                     self._sync_delay_offset, self._sync_subscription_group_config):
+        steps = [self._sync_topic_config, self._sync_consumer_offset,
+                 self._sync_delay_offset, self._sync_subscription_group_config]
+        if self._b.store_config.timer_wheel_enable:
+            steps.append(self._sync_timer_metrics)
+        for step in steps:
             try:
                 await step(addr)
             except (RocketMQError, ValueError, OSError) as exc:
@@ -128,6 +137,14 @@ class SlaveSynchronize:
         if await _adopt(groups, groups.table, wrapper.data_version,
                         wrapper.subscription_group_table):
             log.info("broker.slave_groups_synced", master=addr, groups=len(groups.table))
+
+    async def _sync_timer_metrics(self, addr: str) -> None:
+        timer = self._b.timer
+        if timer is None:
+            return
+        body = await self._fetch(addr, RequestCode.GET_TIMER_METRICS)
+        if timer.metrics.adopt_master(body):
+            log.info("broker.slave_timer_metrics_synced", master=addr, total=timer.metrics.total)
 
 
 async def _adopt(manager: TopicConfigManager | SubscriptionGroupManager, table: dict[str, Any],

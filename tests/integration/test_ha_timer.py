@@ -7,21 +7,27 @@ B's put backs, but keeps no timer state. Restarted as ASYNC_MASTER (brokerId 0) 
 same store, it rebuilds its timer store from ``rmq_sys_wheel_timer``; A and B are found
 put back (looked up by UNIQ_KEY in the index) and not delivered again; C and D are
 delivered when due: each of the four is in the real topic exactly once, never early.
+Before the kill the slave answers its master's timer counts (GET_TIMER_METRICS, copied by
+SlaveSynchronize) and the master its checkpoint (GET_TIMER_CHECK_POINT); the new master
+counts anew.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
+import struct
 import time
 from pathlib import Path
 
 import pytest
 
-from aiorocketmq.protocol.codes import ResponseCode
+from aiorocketmq.protocol.codes import RequestCode, ResponseCode
+from aiorocketmq.protocol.command import RemotingCommand
 from aiorocketmq.protocol.errors import RocketMQError
 from aiorocketmq.protocol.message import MessageExt, decode_messages
 from aiorocketmq.protocol.remoting_client import RemotingClient
-from tests.integration.test_broker_send_pull import pull, pull_header, send
+from tests.integration.test_broker_send_pull import TIMEOUT, pull, pull_header, send
 from tests.integration.test_ha import Factory, ha_conf, send_until_ok, wait_caught_up
 from tests.procs import ServerProcess, broker_process
 
@@ -39,6 +45,14 @@ async def read_topic(client: RemotingClient, addr: str) -> list[MessageExt]:
             return out
         out.extend(decode_messages(r.body))
         offset = pull_header(r).next_begin_offset
+
+
+async def timer_counts(client: RemotingClient, addr: str) -> dict[str, int]:
+    r = await client.invoke(addr, RemotingCommand.create_request(RequestCode.GET_TIMER_METRICS),
+                            TIMEOUT)
+    assert r.code == ResponseCode.SUCCESS, r.remark
+    data = json.loads(r.body or b"{}")
+    return {t: int(m["count"]) for t, m in (data.get("timingCount") or {}).items()}
 
 
 async def wait_keys(client: RemotingClient, addr: str, keys: set[str], timeout: float,
@@ -66,7 +80,7 @@ async def test_timer_message_delivered_once_after_slave_restarted_as_master(
         await send_until_ok(client, master.address, "HaTimerProbe")
         now = int(time.time() * 1000)
         due: dict[str, int] = {}
-        for key, delay_ms in (("A", 1500), ("B", 3000), ("C", 9000), ("D", 13000)):
+        for key, delay_ms in (("A", 1500), ("B", 3000), ("C", 22000), ("D", 26000)):
             r = await send(client, master.address, TOPIC, f"timer-{key}".encode(), props={
                 "TIMER_DELAY_MS": str(delay_ms), "KEYS": key, "UNIQ_KEY": f"HA-TIMER-{key}",
                 "WAIT": "true"})
@@ -77,6 +91,20 @@ async def test_timer_message_delivered_once_after_slave_restarted_as_master(
         await wait_keys(client, master.address, {"A", "B"}, 30, "A and B on the master")
         await wait_caught_up(client, master.address, slave.address)
         await wait_keys(client, slave.address, {"A", "B"}, 30, "A and B on the slave")
+        # The slave copies its master's counts (SlaveSynchronize, every 10 s): C and D wait.
+        deadline = time.monotonic() + 30
+        while (slave_counts := await timer_counts(client, slave.address)).get(TOPIC) != 2:
+            assert time.monotonic() < deadline, slave_counts
+            await asyncio.sleep(0.5)
+        assert (await timer_counts(client, master.address)).get(TOPIC) == 2
+        # GET_TIMER_CHECK_POINT: the master's 56 bytes; a slave keeps none.
+        ckpt = await client.invoke(master.address, RemotingCommand.create_request(60), TIMEOUT)
+        assert ckpt.code == ResponseCode.SUCCESS and len(ckpt.body or b"") == 56
+        read_ms, _pos, queue_offset, master_offset = struct.unpack_from(">4q", ckpt.body or b"")
+        assert queue_offset == master_offset == 4
+        assert now - 5000 < read_ms <= int(time.time() * 1000)
+        r = await client.invoke(slave.address, RemotingCommand.create_request(60), TIMEOUT)
+        assert (r.code, r.remark) == (ResponseCode.SYSTEM_ERROR, "The checkpoint is null")
         assert master.proc is not None
         master.proc.kill()
         slave.stop()
@@ -92,6 +120,7 @@ async def test_timer_message_delivered_once_after_slave_restarted_as_master(
         for m in msgs:
             assert m.store_timestamp >= int(m.properties["TIMER_OUT_MS"])
             assert "TIMER_DEQUEUE_MS" in m.properties
+        assert (await timer_counts(client, new_master.address)).get(TOPIC) == 0  # counted anew
         log_text = (tmp_path / "slave" / "broker.log").read_text()
         assert "store.timer.put_back_found" in log_text
     finally:

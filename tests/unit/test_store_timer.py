@@ -478,14 +478,16 @@ async def test_a_store_that_ran_as_a_slave_looks_put_backs_up(tmp_path: Path) ->
     shutil.copytree(other, old, dirs_exist_ok=True,
                     ignore=lambda _d, names: [x for x in names if x in timer_files])
     # Started as a slave (the broker loads no timer store then): the timer files it kept
-    # are marked not its own.
+    # from its time as a master go.
     n = await Node(old, clock, broker_role="SLAVE", timer_wheel_enable=False).open()
     await n.close()
+    assert not (old / "timerwheel").exists() and not (old / "config" / "timercheck").exists()
     n = await Node(old, clock).open()  # restarted as a master
     try:
         assert n.timer.verify_below == n.store.commit_log.max_offset > 0
         await n.advance(T0 + 8_000)
         assert [m.body for m in n.delivered()] == [b"m0", b"m1"]
         assert n.timer.verified_skips == 2
+        assert n.timer.pending_by_topic().get("T", 0) == 0  # counted anew
     finally:
         await n.close()

@@ -28,6 +28,10 @@
 * GET_TIMER_METRICS (61, stock 5.x): the timer store's ``TimerMetrics`` JSON (pending timers
   per real topic); SYSTEM_ERROR ``The timer message store is null`` with ``timerWheelEnable=false``
   (stock builds no timer store then).
+* GET_TIMER_CHECK_POINT (60, stock 5.x): the timer checkpoint's first 56 bytes (read time,
+  timer-log position, queue offset, master queue offset, DataVersion; big-endian int64s);
+  SYSTEM_ERROR ``The checkpoint is null`` while no timer store is loaded (a slave, or
+  ``timerWheelEnable=false``: ours keeps no checkpoint then).
 * GET_ALL_TOPIC_CONFIG, GET_TOPIC_STATS_INFO (one entry per write queue; TOPIC_NOT_EXIST
   ``topic[<t>] not exist``), GET_SYSTEM_TOPIC_LIST_FROM_BROKER.
 * CLEAN_EXPIRED_CONSUMEQUEUE, DELETE_EXPIRED_COMMITLOG, CLEAN_UNUSED_TOPIC: the store's
@@ -101,6 +105,7 @@ __all__ = ["AdminBrokerStatsProcessor", "handlers", "human_readable_bytes", "bro
 log = get_logger("aiorocketmq.broker.admin")
 
 # BrokerConfig / thread-pool capacities upstream reports; we have no such pools.
+GET_TIMER_CHECK_POINT = 60  # stock 5.x RequestCode
 _PULL_QUEUE_CAPACITY = 100000
 _QUERY_QUEUE_CAPACITY = 20000
 _END_TX_QUEUE_CAPACITY = 100000
@@ -151,6 +156,7 @@ class AdminBrokerStatsProcessor:
             RequestCode.UPDATE_BROKER_CONFIG: self.update_broker_config,
             RequestCode.GET_BROKER_RUNTIME_INFO: self.get_broker_runtime_info,
             RequestCode.GET_TIMER_METRICS: self.get_timer_metrics,
+            GET_TIMER_CHECK_POINT: self.get_timer_check_point,
             RequestCode.GET_ALL_TOPIC_CONFIG: self.get_all_topic_config,
             RequestCode.GET_TOPIC_STATS_INFO: self.get_topic_stats_info,
             RequestCode.GET_SYSTEM_TOPIC_LIST_FROM_BROKER: self.get_system_topic_list,
@@ -328,6 +334,14 @@ class AdminBrokerStatsProcessor:
         if timer is None or not self._b.store_config.timer_wheel_enable:  # stock builds none then
             return request.create_response(ResponseCode.SYSTEM_ERROR, "The timer message store is null")
         return request.create_response(ResponseCode.SUCCESS, body=timer.metrics.encode())
+
+    def get_timer_check_point(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        """GET_TIMER_CHECK_POINT (60, stock 5.x ``AdminBrokerProcessor.getTimerCheckPoint``)."""
+        timer = self._b.timer
+        checkpoint = timer.checkpoint if timer is not None else None
+        if checkpoint is None or checkpoint.mm.closed:
+            return request.create_response(ResponseCode.SYSTEM_ERROR, "The checkpoint is null")
+        return request.create_response(ResponseCode.SUCCESS, body=checkpoint.encode())
 
     # -- topics ---------------------------------------------------------------------------
 

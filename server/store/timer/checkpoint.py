@@ -13,10 +13,8 @@ Contract:
   position or the queue offset; the commit-log offset where the put was to land). It is
   written before such a put and cleared after its mark, so that a restart after SIGKILL
   can tell whether that one put happened (``TimerMessageStore`` recovery).
-* Ours, at 88 and 96: ``verify_below`` (parked records below this commit-log offset may
-  have been put back by another master: 0 none) and ``foreign`` (1: the state in these
-  files is not this store's own, written by a store running as a slave; the next load
-  as a master sets ``verify_below`` and clears it).
+* Ours, at 88: ``verify_below`` (parked records below this commit-log offset may have been
+  put back by another master: 0 none).
 * Every field is written through to the mapping when set: a process killed with SIGKILL
   loses none of it; ``flush`` (msync) makes it survive a power loss. A new file reads as
   zeros (nothing delivered, nothing read).
@@ -41,7 +39,7 @@ INFLIGHT_EXPIRED = 2
 _READ_TIME, _LOG_POS, _QUEUE_OFFSET, _MASTER_OFFSET = 0, 8, 16, 24
 _STATE_VERSION, _TIMESTAMP, _COUNTER = 32, 40, 48
 _INFLIGHT_KIND, _INFLIGHT_KEY, _INFLIGHT_EXPECT = 64, 72, 80
-_VERIFY_BELOW, _FOREIGN = 88, 96
+_VERIFY_BELOW = 88
 
 
 class TimerCheckpoint:
@@ -118,13 +116,10 @@ class TimerCheckpoint:
     def verify_below(self, value: int) -> None:
         self._set(_VERIFY_BELOW, value)
 
-    @property
-    def foreign(self) -> bool:
-        return self._get(_FOREIGN) != 0
-
-    @foreign.setter
-    def foreign(self, value: bool) -> None:
-        self._set(_FOREIGN, 1 if value else 0)
+    def encode(self) -> bytes:
+        """Upstream's ``TimerCheckpoint.encode``: the first seven fields, 56 bytes (the body
+        of GET_TIMER_CHECK_POINT)."""
+        return bytes(self.mm[:_COUNTER + 8])
 
     # -- the delivery in flight ---------------------------------------------------------
 

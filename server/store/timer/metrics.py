@@ -15,6 +15,9 @@ Contract:
   timer files, and at shutdown); ``load()`` reads it back (a missing or damaged file: empty).
   As upstream, the counts are only as fresh as the last write: after a SIGKILL they miss
   what changed since (at most one flush interval); the timers themselves are not affected.
+* ``adopt_master(body)``: a slave's copy of its master's GET_TIMER_METRICS answer, replaced
+  and written when it differs (``SlaveSynchronize``); ``clear()``: every count forgotten
+  (a timer store rebuilt from the timer topic counts anew).
 
 Upstream: ``store/timer/TimerMetrics.java``, ``TimerMessageStore.addMetric``.
 """
@@ -85,17 +88,50 @@ class TimerMetrics:
         except FileNotFoundError:
             return
         try:
-            data = json.loads(raw)
-            version = data.get("dataVersion") or {}
-            counts = {str(topic): [int(m["count"]), int(m.get("timeStamp", 0))]
-                      for topic, m in (data.get("timingCount") or {}).items()}
-            counter, timestamp = int(version.get("counter", 0)), int(version.get("timestamp", 0))
+            self._adopt(raw)
         except (ValueError, TypeError, KeyError, AttributeError) as exc:
             log.warning("store.timer.metrics_unreadable", path=self.path, error=repr(exc))
-            return
+        self._persisted = self.counter
+
+    def _adopt(self, raw: bytes) -> bool:
+        """Take the counts and DataVersion of an encoded body; False when they are ours already.
+
+        Raises:
+            ValueError, TypeError, KeyError, AttributeError: not such a body.
+        """
+        data = json.loads(raw)
+        version = data.get("dataVersion") or {}
+        counts = {str(topic): [int(m["count"]), int(m.get("timeStamp", 0))]
+                  for topic, m in (data.get("timingCount") or {}).items()}
+        counter, timestamp = int(version.get("counter", 0)), int(version.get("timestamp", 0))
+        if (counter, timestamp) == (self.counter, self.timestamp) and counts == self.timing_count:
+            return False
         self.timing_count = counts
         self.counter, self.timestamp = counter, timestamp
-        self._persisted = counter
+        return True
+
+    def adopt_master(self, body: bytes) -> bool:
+        """A slave's copy of its master's GET_TIMER_METRICS answer (upstream
+        ``SlaveSynchronize.syncTimerMetrics``): replaced and written when the DataVersion
+        differs; True when it was.
+
+        Raises:
+            ValueError: not a TimerMetrics body.
+            OSError: the file cannot be written.
+        """
+        try:
+            changed = self._adopt(body)
+        except (TypeError, KeyError, AttributeError) as exc:
+            raise ValueError(f"not a timer metrics body: {exc!r}") from exc
+        if changed:
+            self.write((self.counter, self.encode()))
+        return changed
+
+    def clear(self) -> None:
+        """Forget every count (a timer store rebuilt from the timer topic counts anew)."""
+        self.timing_count = {}
+        self.counter += 1
+        self.timestamp = _now_ms()
 
     def snapshot(self) -> tuple[int, bytes] | None:
         """What ``write`` needs, taken on the event loop; None when nothing changed since the

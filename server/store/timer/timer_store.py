@@ -68,12 +68,13 @@ member stops leading. Without an index (``messageIndexEnable=false``) nothing is
 a failover may deliver twice.
 
 Master/slave mode: a slave runs no timer store; it replicates the parked records and their
-put backs with the commit log. A store started as a slave marks the timer files it may keep
-from a time it was a master as not its own (the checkpoint's ``foreign``). ``load`` on a
-store whose files are so marked, or that has no checkpoint while the timer topic's queue
-holds units (a slave's store restarted as a master), sets ``verify_below`` to the commit
-log's end, as ``load_as_leader`` does, and keeps it in the checkpoint (a restart before the
-wheel has passed those records still looks them up): each is delivered once.
+put backs with the commit log, and copies its master's counts (``SlaveSynchronize``). A
+store started as a slave removes the wheel, log and checkpoint it may keep from a time it
+was a master (they no longer account for what the master puts back). ``load`` on a store
+with no checkpoint while the timer topic's queue holds units (a slave's store restarted as
+a master) rebuilds from the queue's beginning, counts anew, and sets ``verify_below`` to
+the commit log's end, as ``load_as_leader`` does, kept in the checkpoint (a restart before
+the wheel has passed those records still looks them up): each is delivered once.
 
 Files: ``<root>/timerwheel``, ``<root>/timerlog/``, ``<root>/config/timercheck``
 (``wheel.py``, ``log.py``, ``checkpoint.py``), and ``<root>/config/timermetrics``
@@ -92,6 +93,7 @@ import inspect
 import os
 import random
 import re
+import shutil
 import threading
 import time
 from typing import TYPE_CHECKING, Any
@@ -264,8 +266,8 @@ class TimerMessageStore:
         self.verify_below = -1
         self.verified_skips = 0
         self._claimed: set[int] = set()  # put backs found so (one per parked record)
-        if config.is_slave and os.path.exists(self.checkpoint_path):
-            self._mark_foreign()
+        if config.is_slave and not config.is_dledger and os.path.exists(self.checkpoint_path):
+            self._discard_files()
 
     # -- accepting (HookUtils.handleScheduleMessage) ------------------------------------
 
@@ -354,13 +356,14 @@ class TimerMessageStore:
         self._recover()
         ckpt = self.checkpoint
         cq = self.store.find_consume_queue(TIMER_TOPIC, 0)
-        if ckpt.foreign or (not ckpt.existed and cq is not None and cq.max_offset > 0):
-            # A store that ran as a slave: the records parked here may have been put back
-            # by its old master, which left no mark in these files (module docstring).
+        if not ckpt.existed and cq is not None and cq.max_offset > 0:
+            # A store that ran as a slave: rebuilt from the timer topic; the records parked
+            # here may have been put back by its old master (module docstring). The counts
+            # (a slave's copy of its master's) are counted anew.
             ckpt.verify_below = self.store.commit_log.max_offset
-            ckpt.foreign = False
-            log.info("store.timer.foreign_state", verify_below=ckpt.verify_below,
-                     checkpoint_existed=ckpt.existed)
+            self.metrics.clear()
+            log.info("store.timer.rebuilt_from_timer_topic", verify_below=ckpt.verify_below,
+                     queue_offset=self.queue_offset)
         self.verify_below = ckpt.verify_below
         self._state = "loaded"
 
@@ -418,19 +421,19 @@ class TimerMessageStore:
         self.checkpoint = None
         self._state = "new"
 
-    def _mark_foreign(self) -> None:
-        """A store running as a slave: the timer state in its files (from a time it was a
-        master) no longer accounts for what the master puts back (``load``)."""
+    def _discard_files(self) -> None:
+        """A store started as a slave (not DLedger): the wheel, log and checkpoint it kept
+        from a time it was a master no longer account for what its master puts back; they
+        go, and a start as a master rebuilds them from the timer topic (``load``)."""
         try:
-            ckpt = TimerCheckpoint(self.checkpoint_path)
+            for path in (self.checkpoint_path, self.wheel_path):
+                if os.path.exists(path):
+                    os.remove(path)
+            shutil.rmtree(self.log_path, ignore_errors=True)
         except OSError as exc:
-            log.error("store.timer.mark_foreign_failed", error=repr(exc))
+            log.error("store.timer.discard_failed", error=repr(exc))
             return
-        try:
-            ckpt.foreign = True
-            ckpt.flush()
-        finally:
-            ckpt.close()
+        log.info("store.timer.discarded_on_slave", root=self.config.store_path_root_dir)
 
     def _close(self) -> None:
         with self._files_lock:
