@@ -235,12 +235,13 @@ async def ok(*args: str) -> str:
 
 def assert_like_stock(ours: list[Sent], scenario: str, *,
                       differ: Mapping[int, frozenset[str]] | None = None,
-                      rename: Mapping[str, str] | None = None) -> None:
-    """``ours`` makes the stock requests of ``scenario``: the same (server, code) sequence,
-    the same extFields keys, equal values except the keys ``differ[code]`` (values that
-    name something of this run), names in stock values replaced through ``rename`` first; JSON
-    headers, language JAVA."""
-    stock = stock_requests(scenario)
+                      rename: Mapping[str, str] | None = None,
+                      part: slice = slice(None)) -> None:
+    """``ours`` makes the stock requests of ``scenario`` (or of its ``part``): the same
+    (server, code) sequence, the same extFields keys, equal values except the keys
+    ``differ[code]`` (values that name something of this run), names in stock values
+    replaced through ``rename`` first; JSON headers, language JAVA."""
+    stock = stock_requests(scenario)[part]
     assert [s.key for s in ours] == [s.key for s in stock], (
         f"{scenario}: ours {[s.key for s in ours]} stock {[s.key for s in stock]}")
     rename = rename or {}
@@ -421,12 +422,21 @@ async def test_consumer_commands(wire: Wire, servers: tuple[ServerProcess, Serve
 
         # consumerProgress -g: 105 for %RETRY%<group> (to find its brokers), then 208 with
         # consumerGroup only (frames 1016, 1020).
+        # Then ours asks each online client what it subscribes to, with consumerStatus's
+        # requests (105, 203, then per client 105 and 307: frames 1181-1188), to warn when
+        # the clients of the group differ; stock's consumerProgress does not check.
+        running_info = {RequestCode.GET_CONSUMER_RUNNING_INFO: frozenset({"clientId"})}
         out, ours = await run(wire, "consumerProgress", "-g", IDLE_GROUP)
-        assert_like_stock(ours, "mqadmin_consumerProgress", rename={PROPS_GROUP: IDLE_GROUP})
+        n = len(stock_requests("mqadmin_consumerProgress"))
+        assert_like_stock(ours[:n], "mqadmin_consumerProgress", rename={PROPS_GROUP: IDLE_GROUP})
+        assert_like_stock(ours[n:], "mqadmin_consumerStatus", differ=running_info)
         assert topic in out and "Diff Total:" in out
 
+        # consumerConnection: stock's 105 and 203, then the per-client half of the same check.
         out, ours = await run(wire, "consumerConnection", "-g", IDLE_GROUP)
-        assert_like_stock(ours, "mqadmin_consumerConnection")
+        assert_like_stock(ours[:2], "mqadmin_consumerConnection")
+        assert_like_stock(ours[2:], "mqadmin_consumerStatus", differ=running_info,
+                          part=slice(2, None))
         assert "ConsumeType: CONSUME_PASSIVELY" in out and topic in out
 
         # consumerStatus -g: 105, 203, then per client 105 and 307 (frames 1181-1188).
