@@ -364,8 +364,8 @@ class DLedgerMessageStore(MessageStore):
             props = msg.properties
             req = DispatchRequest(
                 msg.topic, msg.queue_id, msg.commit_log_offset, msg.store_size,
-                compute_tags_code(msg.topic, props, msg.store_timestamp, {}),
-                msg.store_timestamp, msg.queue_offset, None, props.get(_UNIQ),
+                compute_tags_code(msg.topic, props, msg.store_timestamp, self.delay_levels),
+                msg.store_timestamp, msg.queue_offset, props.get(_KEYS), props.get(_UNIQ),
                 msg.sys_flag)
             try:
                 dispatcher.dispatch(req)
