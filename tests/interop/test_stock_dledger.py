@@ -6,7 +6,8 @@ Both directions by construction, then a failover that either kind may win:
   leader; ours joins and follows it (stock leader -> our follower), and is SIGKILLed and
   restarted on its store under it, catching up;
 * two of ours with one stock member: our pair starts first and elects one of ours; the
-  stock member joins and follows (our leader -> stock follower).
+  stock member joins and follows (our leader -> stock follower);
+* three of ours registered with stock's nameserver instead of ours.
 
 In each group our Producer sends through the leader; the leader is then SIGKILLed, the
 two left elect a new leader (ours or stock, printed), sends (four at a time, so pushes
@@ -220,4 +221,16 @@ async def test_stock_follows_our_leader(tmp_path: Path, namesrv: ServerProcess,
                                         stock_servers: list[JavaServer]) -> None:
     """Two of ours (n0, n1) with one stock member (n2): our pair elects the leader."""
     group = Group(tmp_path, namesrv.address, {0, 1}, server_factory, stock_servers)
+    await run_group(group, first=[0, 1], joiner=2)
+
+
+async def test_our_group_under_a_stock_namesrv(tmp_path: Path, server_factory: Factory,
+                                               stock_namesrv: Callable[..., JavaServer],
+                                               stock_servers: list[JavaServer]) -> None:
+    """Three of ours registered with stock 4.9.7's nameserver: the leader as brokerId 0 and
+    the followers as their ids, the new leader after the SIGKILL replacing its follower entry
+    (stock's RouteInfoManager drops an address's old id when it comes back as 0), nothing
+    acknowledged lost."""
+    ns = stock_namesrv()
+    group = Group(tmp_path, ns.address, {0, 1, 2}, server_factory, stock_servers)
     await run_group(group, first=[0, 1], joiner=2)
