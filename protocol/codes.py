@@ -68,6 +68,7 @@ class RequestCode(IntEnum):
     GET_BROKER_CLUSTER_ACL_INFO = 52
     UPDATE_GLOBAL_WHITE_ADDRS_CONFIG = 53
     GET_BROKER_CLUSTER_ACL_CONFIG = 54
+    GET_TIMER_CHECK_POINT = 60  # 5.x: the timer store's checkpoint (a slave's sync)
     GET_TIMER_METRICS = 61  # 5.x: the timer store's pending timers per topic
     PUT_KV_CONFIG = 100
     GET_KV_CONFIG = 101

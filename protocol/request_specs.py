@@ -354,6 +354,7 @@ _SPECS: tuple[RequestSpec, ...] = (
     RequestSpec(RC.GET_BROKER_CONFIG, (_ADMIN_BROKER,), None, GetBrokerConfigResponseHeader),
     RequestSpec(RC.UPDATE_BROKER_CONFIG, (_ADMIN_BROKER,), body=PROPERTIES, admin=True),
     RequestSpec(RC.GET_BROKER_RUNTIME_INFO, (_ADMIN_BROKER,)),
+    RequestSpec(RC.GET_TIMER_CHECK_POINT, (_ADMIN_BROKER,)),
     RequestSpec(RC.GET_TIMER_METRICS, (_ADMIN_BROKER,)),
     RequestSpec(RC.GET_ALL_TOPIC_CONFIG, (_ADMIN_BROKER,), None, GetAllTopicConfigResponseHeader),
     RequestSpec(RC.GET_TOPIC_STATS_INFO, (_ADMIN_BROKER,), GetTopicStatsInfoRequestHeader),

@@ -98,12 +98,12 @@ async def test_timer_message_delivered_once_after_slave_restarted_as_master(
             await asyncio.sleep(0.5)
         assert (await timer_counts(client, master.address)).get(TOPIC) == 2
         # GET_TIMER_CHECK_POINT: the master's 56 bytes; a slave keeps none.
-        ckpt = await client.invoke(master.address, RemotingCommand.create_request(60), TIMEOUT)
+        ckpt = await client.invoke(master.address, RemotingCommand.create_request(RequestCode.GET_TIMER_CHECK_POINT), TIMEOUT)
         assert ckpt.code == ResponseCode.SUCCESS and len(ckpt.body or b"") == 56
         read_ms, _pos, queue_offset, master_offset = struct.unpack_from(">4q", ckpt.body or b"")
         assert queue_offset == master_offset == 4
         assert now - 5000 < read_ms <= int(time.time() * 1000)
-        r = await client.invoke(slave.address, RemotingCommand.create_request(60), TIMEOUT)
+        r = await client.invoke(slave.address, RemotingCommand.create_request(RequestCode.GET_TIMER_CHECK_POINT), TIMEOUT)
         assert (r.code, r.remark) == (ResponseCode.SYSTEM_ERROR, "The checkpoint is null")
         assert master.proc is not None
         master.proc.kill()

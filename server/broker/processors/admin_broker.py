@@ -105,7 +105,6 @@ __all__ = ["AdminBrokerStatsProcessor", "handlers", "human_readable_bytes", "bro
 log = get_logger("aiorocketmq.broker.admin")
 
 # BrokerConfig / thread-pool capacities upstream reports; we have no such pools.
-GET_TIMER_CHECK_POINT = 60  # stock 5.x RequestCode
 _PULL_QUEUE_CAPACITY = 100000
 _QUERY_QUEUE_CAPACITY = 20000
 _END_TX_QUEUE_CAPACITY = 100000
@@ -156,7 +155,7 @@ class AdminBrokerStatsProcessor:
             RequestCode.UPDATE_BROKER_CONFIG: self.update_broker_config,
             RequestCode.GET_BROKER_RUNTIME_INFO: self.get_broker_runtime_info,
             RequestCode.GET_TIMER_METRICS: self.get_timer_metrics,
-            GET_TIMER_CHECK_POINT: self.get_timer_check_point,
+            RequestCode.GET_TIMER_CHECK_POINT: self.get_timer_check_point,
             RequestCode.GET_ALL_TOPIC_CONFIG: self.get_all_topic_config,
             RequestCode.GET_TOPIC_STATS_INFO: self.get_topic_stats_info,
             RequestCode.GET_SYSTEM_TOPIC_LIST_FROM_BROKER: self.get_system_topic_list,
