@@ -43,11 +43,12 @@ from aiorocketmq.client import (
 from aiorocketmq.protocol.bodies import LockBatchRequestBody, LockBatchResponseBody
 from aiorocketmq.protocol.codes import MixAll, RequestCode, ResponseCode
 from aiorocketmq.protocol.command import RemotingCommand
-from aiorocketmq.protocol.errors import MQBrokerError, MQClientError
+from aiorocketmq.protocol.errors import MQBrokerError, MQClientError, RemotingConnectError
 from aiorocketmq.protocol.headers import ViewBrokerStatsDataRequestHeader
 from aiorocketmq.protocol.remoting_client import RemotingClient
 from tests.integration.test_advanced_broker import start_broker
 from tests.integration.test_client_produce_consume import wait_for
+from tests.interop.stock import free_port
 from tests.procs import ServerProcess
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
@@ -428,11 +429,13 @@ async def test_broker_restart_keeps_orderly_consumers_delays_and_half_messages(
         tmp_path: Path, namesrv: ServerProcess, server_factory: Factory) -> None:
     name, topic, group = "broker-restart", "RestartOrderT", "CG_restart"
     delay_topic, tx_topic = "RestartDelayT", "RestartTxT"
-    # Before the restart: level 2 is 30 s and no transaction check runs.
+    # Before the restart: level 2 is 30 s and no transaction check runs. The broker comes
+    # back on its port, so the port is below the ephemeral range: a port 0 picked from it
+    # may be taken by another connection's local end while the broker is down.
+    port = str(free_port(offsets=(-2, 0, 1)))
     first = start_broker(tmp_path, namesrv, server_factory, name=name,
                          messageDelayLevel="1s 30s " + " ".join(["1s"] * 16),
-                         transactionCheckInterval="600000")
-    port = first.address.rsplit(":", 1)[1]
+                         transactionCheckInterval="600000", listenPort=port)
     # Heartbeats every second, so the restarted broker knows its clients again quickly.
     fast = ClientConfig(heartbeat_broker_interval_ms=1000)
     log = OrderLog()
@@ -471,6 +474,20 @@ async def test_broker_restart_keeps_orderly_consumers_delays_and_half_messages(
                     transactionTimeOut="1000", listenPort=port)
                 assert second.address == first.address
                 restarted_ms = time.monotonic() * 1000
+                # Our clients back off dialling an address that just failed (up to 2 s,
+                # protocol/remoting_client.py) and fail calls at once meanwhile: send once
+                # the producer's client has dialled the broker again.
+                assert producer.instance is not None
+                remoting = producer.instance.remoting
+
+                deadline = time.monotonic() + 10
+                while True:
+                    try:
+                        await remoting.get_channel(second.address)
+                        break
+                    except RemotingConnectError:
+                        assert time.monotonic() < deadline, "no channel to the restarted broker"
+                        await asyncio.sleep(0.05)
                 sent |= await send_ordered(producer, topic, range(10, 20))
                 await wait_for(lambda: sent <= log.bodies, 60, "messages sent after the restart")
 
