@@ -43,11 +43,12 @@ async def topic_known_on(admin: MQAdmin, addr: str) -> None:
         await asyncio.sleep(0.2)
 
 
-async def read_topic(client: RemotingClient, addr: str) -> list[MessageExt]:
+async def read_topic(client: RemotingClient, addr: str, topic: str = TOPIC) -> list[MessageExt]:
+    """Every message of ``topic``'s queue 0 on ``addr`` (its own store)."""
     out: list[MessageExt] = []
     offset = 0
     while True:
-        r = await pull(client, addr, "DLedgerTimerAudit", TOPIC, 0, offset, max_nums=32)
+        r = await pull(client, addr, "TimerAudit", topic, 0, offset, max_nums=32)
         if r.code != ResponseCode.SUCCESS:
             return out
         out.extend(decode_messages(r.body))
@@ -55,11 +56,12 @@ async def read_topic(client: RemotingClient, addr: str) -> list[MessageExt]:
 
 
 async def wait_keys(client: RemotingClient, addr: str, keys: set[str], timeout: float,
-                    what: str) -> list[MessageExt]:
+                    what: str, topic: str = TOPIC) -> list[MessageExt]:
+    """``topic`` on ``addr`` once it holds a message of each key (under a deadline)."""
     deadline = time.monotonic() + timeout
     while True:
         try:
-            msgs = await read_topic(client, addr)
+            msgs = await read_topic(client, addr, topic)
         except RocketMQError:
             msgs = []
         if keys <= {m.keys for m in msgs}:

@@ -24,10 +24,9 @@ import pytest
 
 from aiorocketmq.protocol.codes import RequestCode, ResponseCode
 from aiorocketmq.protocol.command import RemotingCommand
-from aiorocketmq.protocol.errors import RocketMQError
-from aiorocketmq.protocol.message import MessageExt, decode_messages
 from aiorocketmq.protocol.remoting_client import RemotingClient
-from tests.integration.test_broker_send_pull import TIMEOUT, pull, pull_header, send
+from tests.integration.test_broker_send_pull import TIMEOUT, send
+from tests.integration.test_dledger_timer import wait_keys
 from tests.integration.test_ha import Factory, ha_conf, send_until_ok, wait_caught_up
 from tests.procs import ServerProcess, broker_process
 
@@ -36,37 +35,12 @@ pytestmark = pytest.mark.timeout(240)
 TOPIC = "HaTimerTopic"
 
 
-async def read_topic(client: RemotingClient, addr: str) -> list[MessageExt]:
-    out: list[MessageExt] = []
-    offset = 0
-    while True:
-        r = await pull(client, addr, "HaTimerAudit", TOPIC, 0, offset, max_nums=32)
-        if r.code != ResponseCode.SUCCESS:
-            return out
-        out.extend(decode_messages(r.body))
-        offset = pull_header(r).next_begin_offset
-
-
 async def timer_counts(client: RemotingClient, addr: str) -> dict[str, int]:
     r = await client.invoke(addr, RemotingCommand.create_request(RequestCode.GET_TIMER_METRICS),
                             TIMEOUT)
     assert r.code == ResponseCode.SUCCESS, r.remark
     data = json.loads(r.body or b"{}")
     return {t: int(m["count"]) for t, m in (data.get("timingCount") or {}).items()}
-
-
-async def wait_keys(client: RemotingClient, addr: str, keys: set[str], timeout: float,
-                    what: str) -> list[MessageExt]:
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            msgs = await read_topic(client, addr)
-        except RocketMQError:
-            msgs = []
-        if keys <= {m.keys for m in msgs}:
-            return msgs
-        assert time.monotonic() < deadline, f"timed out after {timeout}s waiting for {what}"
-        await asyncio.sleep(0.2)
 
 
 async def test_timer_message_delivered_once_after_slave_restarted_as_master(
@@ -88,9 +62,9 @@ async def test_timer_message_delivered_once_after_slave_restarted_as_master(
             due[key] = now + delay_ms
         # A and B put back by the master, and replicated (the slave learns the topic from
         # the master's topic table a few seconds after its start).
-        await wait_keys(client, master.address, {"A", "B"}, 30, "A and B on the master")
+        await wait_keys(client, master.address, {"A", "B"}, 30, "A and B on the master", TOPIC)
         await wait_caught_up(client, master.address, slave.address)
-        await wait_keys(client, slave.address, {"A", "B"}, 30, "A and B on the slave")
+        await wait_keys(client, slave.address, {"A", "B"}, 30, "A and B on the slave", TOPIC)
         # The slave copies its master's counts (SlaveSynchronize, every 10 s): C and D wait.
         deadline = time.monotonic() + 30
         while (slave_counts := await timer_counts(client, slave.address)).get(TOPIC) != 2:
@@ -112,7 +86,7 @@ async def test_timer_message_delivered_once_after_slave_restarted_as_master(
         new_master = server_factory(broker_process(tmp_path, namesrv.address, name="slave",
                                                    conf=ha_conf("ASYNC_MASTER", 0)))
         msgs = await wait_keys(client, new_master.address, {"A", "B", "C", "D"}, 60,
-                               "C and D delivered by the new master")
+                               "C and D delivered by the new master", TOPIC)
         # The timer topic's queue is read in order: A and B (due already) were handled,
         # put back again or found, before C and D were even enqueued.
         keys = sorted(m.keys or "" for m in msgs)
