@@ -7,12 +7,15 @@
 * ``install_uvloop``: uvloop's event loop policy when importable.
 * ``serve_until_signalled``: run a server coroutine until SIGTERM/SIGINT, then stop it.
 * ``read_properties_file``: upstream's ``-c broker.conf`` / ``namesrv.properties`` files.
+* ``announce``: one readiness line to stdout in one ``write(2)``, so the instances of
+  ``mqbroker --instances N`` sharing a pipe never interleave their lines.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import signal
 import sys
 from collections.abc import Awaitable, Callable
@@ -28,6 +31,7 @@ __all__ = [
     "read_properties_file",
     "add_common_arguments",
     "system_properties",
+    "announce",
 ]
 
 def configure_logging(fmt: str = "console", level: str = "INFO") -> None:
@@ -109,6 +113,22 @@ def read_properties_file(path: str | Path) -> dict[str, str]:
 
     text = Path(path).read_text(encoding="utf-8")
     return string_to_properties(text)
+
+
+def announce(line: str) -> None:
+    """Write ``line`` and its newline to stdout in a single ``write(2)``.
+
+    ``print`` writes the text and the newline separately; two processes sharing the pipe
+    (the instances of ``mqbroker --instances N``) could then produce
+    ``The broker[a...]The broker[b...]`` followed by two newlines, and a reader would see
+    one line. A pipe write of at most ``PIPE_BUF`` (4096) bytes is atomic, which a
+    readiness line always is.
+    """
+    sys.stdout.flush()
+    data = (line + "\n").encode()
+    fd = sys.stdout.fileno()
+    while data:
+        data = data[os.write(fd, data):]
 
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")

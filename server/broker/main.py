@@ -31,6 +31,7 @@ from aiorocketmq.logs import get_logger
 from aiorocketmq.protocol.codes import MixAll
 from aiorocketmq.protocol.runtime import (
     add_common_arguments,
+    announce,
     configure_logging,
     read_properties_file,
     serve_until_signalled,
@@ -120,10 +121,10 @@ def main(argv: list[str] | None = None) -> int:
             with contextlib.suppress(Exception):
                 await broker.shutdown()  # release the port, the store lock and the files
             raise
-        print(f"The broker[{config.broker_name}, {config.broker_addr}] boot success. "
-              f"serializeType=JSON and name server is {config.namesrv_addr}", flush=True)
+        announce(f"The broker[{config.broker_name}, {config.broker_addr}] boot success. "
+                 f"serializeType=JSON and name server is {config.namesrv_addr}")
         if metrics.address is not None:
-            print(f"metrics listening on {metrics.address}", flush=True)
+            announce(f"metrics listening on {metrics.address}")
 
     try:
         return serve_until_signalled(start, broker.shutdown)

@@ -37,6 +37,7 @@ from aiorocketmq.logs import get_logger
 from aiorocketmq.protocol.codes import SerializeType
 from aiorocketmq.protocol.runtime import (
     add_common_arguments,
+    announce,
     configure_logging,
     read_properties_file,
     serve_until_signalled,
@@ -126,9 +127,9 @@ def main(argv: list[str] | None = None) -> int:
     async def start() -> None:
         await controller.start()
         line = READY_LINE.format(serialize=SerializeType.JSON.name, address=controller.address)
-        print(line, flush=True)
+        announce(line)
         if metrics.address is not None:
-            print(f"metrics listening on {metrics.address}", flush=True)
+            announce(f"metrics listening on {metrics.address}")
 
     try:
         return serve_until_signalled(start, controller.stop)
