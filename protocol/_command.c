@@ -62,14 +62,22 @@ static const char *SLOT_NAMES[N_SLOTS] = {
 static PyTypeObject *slots_of;  /* the type the offsets below are for (a strong ref) */
 static Py_ssize_t slot_offset[N_SLOTS];
 
-/* 0 when ``tp``'s slots are known (looked up once per type), -1 with an exception set,
- * 1 when ``tp`` is not a slots-only type whose fields are all object slots. */
-static int resolve_slots(PyTypeObject *tp) {
-    if (tp == slots_of) return 0;
-    if (tp->tp_dictoffset || tp->tp_itemsize) return 1;
-    Py_ssize_t offsets[N_SLOTS];  /* kept only once every one is found */
-    for (int i = 0; i < N_SLOTS; i++) {
-        PyObject *d = PyObject_GetAttrString((PyObject *)tp, SLOT_NAMES[i]);
+#define MAX_MEMBERS 16  /* the most names resolve_member_offsets is asked for */
+
+/* The offsets of ``tp``'s members ``names[0..n)`` into ``offset`` (looked up once per
+ * type: ``*of`` is the type they are for, a strong ref). 0 when they are known, -1 with
+ * an exception set, 1 when ``tp`` is not a slots-only type whose named fields are all
+ * object slots (or, with ``plain_new``, when it has its own ``__new__``). */
+static int resolve_member_offsets(PyTypeObject *tp, PyTypeObject **of,
+                                  const char *const *names, int n, Py_ssize_t *offset,
+                                  int plain_new) {
+    if (tp == *of) return 0;
+    if (tp->tp_dictoffset || tp->tp_itemsize
+        || (plain_new && tp->tp_new != PyBaseObject_Type.tp_new))
+        return 1;
+    Py_ssize_t offsets[MAX_MEMBERS];  /* kept only once every one is found */
+    for (int i = 0; i < n; i++) {
+        PyObject *d = PyObject_GetAttrString((PyObject *)tp, names[i]);
         if (!d) {
             if (!PyErr_ExceptionMatches(PyExc_AttributeError)) return -1;
             PyErr_Clear();
@@ -81,9 +89,14 @@ static int resolve_slots(PyTypeObject *tp) {
         Py_DECREF(d);
         if (!ok) return 1;
     }
-    memcpy(slot_offset, offsets, sizeof offsets);
-    Py_XSETREF(slots_of, (PyTypeObject *)Py_NewRef(tp));
+    memcpy(offset, offsets, (size_t)n * sizeof offsets[0]);
+    Py_XSETREF(*of, (PyTypeObject *)Py_NewRef(tp));
     return 0;
+}
+
+/* RemotingCommand's slots: see resolve_member_offsets. */
+static int resolve_slots(PyTypeObject *tp) {
+    return resolve_member_offsets(tp, &slots_of, SLOT_NAMES, N_SLOTS, slot_offset, 0);
 }
 
 static inline PyObject **slot(PyObject *o, int i) {
@@ -304,6 +317,7 @@ done:
 
 enum { H_A, H_B, H_C, H_D, H_E, H_F, H_G, H_H, H_I, H_J, H_K, H_L, H_M, H_N, H_EXTRA,
        N_HSLOTS };
+_Static_assert(N_SLOTS <= MAX_MEMBERS && N_HSLOTS <= MAX_MEMBERS, "MAX_MEMBERS");
 static const char *HSLOT_NAMES[N_HSLOTS] = {
     "producer_group", "topic", "default_topic", "default_topic_queue_nums", "queue_id",
     "sys_flag", "born_timestamp", "flag", "properties", "reconsume_times", "unit_mode",
@@ -314,27 +328,9 @@ static Py_ssize_t hslot_offset[N_HSLOTS];
 static PyObject *letter[14];  /* "a" .. "n", interned */
 static PyObject *str_true;
 
+/* SendMessageRequestHeader's slots, and a plain ``__new__``: see resolve_member_offsets. */
 static int resolve_hslots(PyTypeObject *tp) {
-    if (tp == hslots_of) return 0;
-    if (tp->tp_dictoffset || tp->tp_itemsize || tp->tp_new != PyBaseObject_Type.tp_new)
-        return 1;
-    Py_ssize_t offsets[N_HSLOTS];
-    for (int i = 0; i < N_HSLOTS; i++) {
-        PyObject *d = PyObject_GetAttrString((PyObject *)tp, HSLOT_NAMES[i]);
-        if (!d) {
-            if (!PyErr_ExceptionMatches(PyExc_AttributeError)) return -1;
-            PyErr_Clear();
-            return 1;
-        }
-        int ok = Py_IS_TYPE(d, &PyMemberDescr_Type)
-            && ((PyMemberDescrObject *)d)->d_member->type == T_OBJECT_EX;
-        if (ok) offsets[i] = ((PyMemberDescrObject *)d)->d_member->offset;
-        Py_DECREF(d);
-        if (!ok) return 1;
-    }
-    memcpy(hslot_offset, offsets, sizeof offsets);
-    Py_XSETREF(hslots_of, (PyTypeObject *)Py_NewRef(tp));
-    return 0;
+    return resolve_member_offsets(tp, &hslots_of, HSLOT_NAMES, N_HSLOTS, hslot_offset, 1);
 }
 
 /* ext[letter i] borrowed, or NULL when absent (no exception: the keys are exact str). */
