@@ -7,6 +7,10 @@ stdout), and one Chromium driven by Playwright's sync API with a fresh profile p
 Chromium comes from the system (``make browser-deps`` installs it with apt-get); Playwright's
 own browser download is never used. A missing chromium or playwright FAILS these tests with
 what to run: the browser tests are part of the suite, not optional.
+
+The test modules share from here: ``running_dashboard`` (a dashboard process for a module's
+own ``dashboard`` fixture), the ``http_api`` fixture (``Http`` on whichever ``dashboard``
+the module has), ``go`` (open a route, wait until it has rendered) and ``expect``.
 """
 
 from __future__ import annotations
@@ -15,14 +19,23 @@ import os
 import re
 import shutil
 import sys
+import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.browser.http import Http
 from tests.browser.workload import Workload
 from tests.procs import ServerProcess, namesrv_and_broker
+
+expect: Any
+try:
+    from playwright.sync_api import expect
+except ImportError:  # the browser_context fixture fails the test with what to install
+    expect = None
 
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -34,6 +47,34 @@ def dashboard_process(tmp: Path, namesrv_addr: str, *extra: str) -> ServerProces
     argv = [sys.executable, "-m", "aiorocketmq.client.dashboard.main", "-n", namesrv_addr,
             "--port", "0", "--sample-interval-ms", "1000", *extra]
     return ServerProcess(argv, DASHBOARD_READY, tmp / "dashboard" / "dashboard.log")
+
+
+@contextmanager
+def running_dashboard(tmp: Path, namesrv_addr: str, *extra: str, config: str | None = None,
+                      log_lines: int = 40) -> Iterator[str]:
+    """A running ``mqdashboard`` (its base URL), with ``config`` as its config file's text
+    when given; stopped on exit, the last ``log_lines`` of its log printed."""
+    if config is not None:
+        path = tmp / "dashboard.toml"
+        path.write_text(config)
+        extra = ("-c", str(path), *extra)
+    proc = dashboard_process(tmp, namesrv_addr, *extra).start()
+    try:
+        yield "http://" + proc.address
+    finally:
+        proc.stop()
+        print(f"---- mqdashboard ----\n{proc.log_tail(log_lines)}")
+
+
+def go(page: Any, base: str, fragment: str, timeout_ms: float | None = None) -> float:
+    """Open a page and wait until the router has rendered that very route; the seconds it
+    took (``timeout_ms``: how long the route may take to appear, Playwright's default if
+    None)."""
+    started = time.perf_counter()
+    page.goto(f"{base}/#{fragment}")
+    expect(page.locator("main")).to_have_attribute("data-route", fragment, timeout=timeout_ms)
+    expect(page.locator("main")).to_have_attribute("aria-busy", "false")
+    return time.perf_counter() - started
 
 
 @pytest.fixture(scope="module")
@@ -52,12 +93,15 @@ def workload(cluster: tuple[ServerProcess, ServerProcess]) -> Iterator[Workload]
 def dashboard(tmp_path_factory: pytest.TempPathFactory, cluster: tuple[ServerProcess, ServerProcess],
               workload: Workload) -> Iterator[str]:
     """The dashboard's base URL."""
-    proc = dashboard_process(tmp_path_factory.mktemp("dash"), cluster[0].address).start()
-    try:
-        yield "http://" + proc.address
-    finally:
-        proc.stop()
-        print(f"---- mqdashboard ----\n{proc.log_tail(80)}")
+    with running_dashboard(tmp_path_factory.mktemp("dash"), cluster[0].address,
+                           log_lines=80) as base:
+        yield base
+
+
+@pytest.fixture(scope="module")
+def http_api(dashboard: str) -> Http:
+    """The JSON API of the module's ``dashboard``."""
+    return Http(dashboard)
 
 
 @pytest.fixture(scope="module")

@@ -15,17 +15,11 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.browser.conftest import dashboard_process
+from tests.browser.conftest import expect, go, running_dashboard
 from tests.browser.http import Http
 from tests.procs import ServerProcess, broker_process, namesrv_process
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration, pytest.mark.timeout(180)]
-
-expect: Any
-try:
-    from playwright.sync_api import expect
-except ImportError:  # the browser_context fixture fails the test with what to install
-    expect = None
 
 ADMIN_AK, ADMIN_SK = "dashadmin", "dash-secret-1"
 PLAIN_ACL = {"globalWhiteRemoteAddresses": ["10.10.10.*"],
@@ -55,33 +49,16 @@ def acl_file(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 
 @pytest.fixture(scope="module")
 def dashboard(tmp_path_factory: pytest.TempPathFactory, acl_file: Path) -> Iterator[str]:
-    tmp = tmp_path_factory.mktemp("acl-dash")
-    config = tmp / "dashboard.toml"
-    config.write_text(f'[acl]\naccess_key = "{ADMIN_AK}"\nsecret_key = "{ADMIN_SK}"\n')
+    config = f'[acl]\naccess_key = "{ADMIN_AK}"\nsecret_key = "{ADMIN_SK}"\n'
     namesrv = acl_file.with_suffix(".namesrv").read_text()
-    proc = dashboard_process(tmp, namesrv, "-c", str(config)).start()
-    try:
-        yield "http://" + proc.address
-    finally:
-        proc.stop()
-        print(f"---- mqdashboard ----\n{proc.log_tail(40)}")
-
-
-@pytest.fixture(scope="module")
-def http_api(dashboard: str) -> Http:
-    return Http(dashboard)
+    with running_dashboard(tmp_path_factory.mktemp("acl-dash"), namesrv, config=config) as base:
+        yield base
 
 
 def on_disk(acl_file: Path) -> dict[str, Any]:
     data = yaml.safe_load(acl_file.read_text())
     return {"white": data.get("globalWhiteRemoteAddresses") or [],
             "accounts": {a["accessKey"]: a for a in data.get("accounts") or []}}
-
-
-def go(page: Any, base: str, fragment: str) -> None:
-    page.goto(f"{base}/#{fragment}")
-    expect(page.locator("main")).to_have_attribute("data-route", fragment)
-    expect(page.locator("main")).to_have_attribute("aria-busy", "false")
 
 
 def test_acl_api(http_api: Http, acl_file: Path) -> None:

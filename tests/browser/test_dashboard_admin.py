@@ -16,29 +16,13 @@ import pytest
 
 from aiorocketmq.client.admin.api import MQAdmin
 from aiorocketmq.protocol.bodies import SubscriptionGroupConfig
+from tests.browser.conftest import expect, go
 from tests.browser.http import Http
 from tests.browser.workload import BILLING_GROUP, LIVE_GROUP, LIVE_SENT, LIVE_TOPIC, Workload
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration, pytest.mark.timeout(180)]
 
-expect: Any
-try:
-    from playwright.sync_api import expect
-except ImportError:  # the browser_context fixture fails the test with what to install
-    expect = None
-
 NEW_GROUP = "DashNewGroup"
-
-
-@pytest.fixture(scope="module")
-def http_api(dashboard: str) -> Http:
-    return Http(dashboard)
-
-
-def go(page: Any, base: str, fragment: str) -> None:
-    page.goto(f"{base}/#{fragment}")
-    expect(page.locator("main")).to_have_attribute("data-route", fragment)
-    expect(page.locator("main")).to_have_attribute("aria-busy", "false")
 
 
 def broker_groups(workload: Workload) -> dict[str, SubscriptionGroupConfig]:

@@ -18,7 +18,7 @@ import pytest
 from aiorocketmq.client.admin.api import MQAdmin
 from aiorocketmq.client.dashboard.auth import hash_password
 from aiorocketmq.protocol.errors import TopicNotExistError
-from tests.browser.conftest import dashboard_process
+from tests.browser.conftest import expect, go, running_dashboard
 from tests.browser.workload import (
     BILLING_CONSUMED,
     BILLING_GROUP,
@@ -35,12 +35,6 @@ from tests.procs import ServerProcess
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration, pytest.mark.timeout(180)]
 
-expect: Any
-try:
-    from playwright.sync_api import expect
-except ImportError:  # the browser_context fixture fails the test with what to install
-    expect = None
-
 BACKLOG = ORDERS - BILLING_CONSUMED
 
 
@@ -49,13 +43,6 @@ def shot(page: Any, directory: Path, name: str) -> Path:
     page.screenshot(path=str(path), full_page=True)
     print(f"screenshot: {path}")
     return path
-
-
-def go(page: Any, base: str, fragment: str) -> None:
-    """Open a page and wait until the router has rendered that very route."""
-    page.goto(f"{base}/#{fragment}")
-    expect(page.locator("main")).to_have_attribute("data-route", fragment)
-    expect(page.locator("main")).to_have_attribute("aria-busy", "false")
 
 
 def cell(page: Any, table: str, key: str, col: str) -> Any:
@@ -255,31 +242,28 @@ def test_reset_offset_changes_lag(page: Any, dashboard: str, workload: Workload,
 def test_login_then_viewer_cannot_delete(browser_context: Any, cluster: tuple[ServerProcess, ServerProcess],
                                          tmp_path: Path, screenshots: Path) -> None:
     """A dashboard with [users]: the login page, a viewer's refused delete, sign out."""
-    config = tmp_path / "dashboard.toml"
-    config.write_text(f'[users.vera]\npassword_hash = "{hash_password("pa55")}"\nrole = "viewer"\n')
-    proc = dashboard_process(tmp_path, cluster[0].address, "-c", str(config)).start()
-    page = browser_context.new_page()
-    try:
-        base = "http://" + proc.address
-        page.goto(base + "/#/topics")
-        expect(page.locator("#login-form")).to_be_visible()  # sent to the login page
-        page.fill("#login-user", "vera")
-        page.fill("#login-password", "wrong")
-        page.click("#login-button")
-        expect(page.locator("#flash")).to_contain_text("wrong username or password")
-        page.fill("#login-password", "pa55")
-        page.click("#login-button")
-        expect(page.locator("#whoami")).to_contain_text("vera (viewer)")
-        go(page, base, f"/topics/{ORDERS_TOPIC}")
-        expect(page.locator("#topic-total")).to_have_text(str(ORDERS))
-        page.click("#delete-topic")
-        page.fill("#confirm-input", ORDERS_TOPIC)
-        page.click("#confirm-ok")
-        expect(page.locator("#flash")).to_contain_text("may only read")
-        expect(page.locator("#topic-total")).to_have_text(str(ORDERS))
-        shot(page, screenshots, "viewer-refused")
-        page.click("#logout")
-        expect(page.locator("#login-form")).to_be_visible()
-    finally:
-        page.close()
-        proc.stop()
+    config = f'[users.vera]\npassword_hash = "{hash_password("pa55")}"\nrole = "viewer"\n'
+    with running_dashboard(tmp_path, cluster[0].address, config=config) as base:
+        page = browser_context.new_page()
+        try:
+            page.goto(base + "/#/topics")
+            expect(page.locator("#login-form")).to_be_visible()  # sent to the login page
+            page.fill("#login-user", "vera")
+            page.fill("#login-password", "wrong")
+            page.click("#login-button")
+            expect(page.locator("#flash")).to_contain_text("wrong username or password")
+            page.fill("#login-password", "pa55")
+            page.click("#login-button")
+            expect(page.locator("#whoami")).to_contain_text("vera (viewer)")
+            go(page, base, f"/topics/{ORDERS_TOPIC}")
+            expect(page.locator("#topic-total")).to_have_text(str(ORDERS))
+            page.click("#delete-topic")
+            page.fill("#confirm-input", ORDERS_TOPIC)
+            page.click("#confirm-ok")
+            expect(page.locator("#flash")).to_contain_text("may only read")
+            expect(page.locator("#topic-total")).to_have_text(str(ORDERS))
+            shot(page, screenshots, "viewer-refused")
+            page.click("#logout")
+            expect(page.locator("#login-form")).to_be_visible()
+        finally:
+            page.close()

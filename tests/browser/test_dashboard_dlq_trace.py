@@ -24,17 +24,11 @@ from aiorocketmq.client.push_consumer import ConsumeConcurrentlyStatus, PushCons
 from aiorocketmq.client.sync import LoopThread
 from aiorocketmq.protocol.bodies import MessageQueue, SubscriptionGroupConfig, TopicConfig
 from aiorocketmq.protocol.message import Message, MessageExt
-from tests.browser.conftest import dashboard_process
+from tests.browser.conftest import expect, running_dashboard
 from tests.browser.http import Http
 from tests.procs import ServerProcess, namesrv_and_broker
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration, pytest.mark.timeout(180)]
-
-expect: Any
-try:
-    from playwright.sync_api import expect
-except ImportError:  # the browser_context fixture fails the test with what to install
-    expect = None
 
 TOPIC = "DlqOrders"
 GROUP = "DlqGroup"
@@ -109,17 +103,8 @@ def dead(cluster: tuple[ServerProcess, ServerProcess]) -> Iterator[DeadLetters]:
 @pytest.fixture(scope="module")
 def dashboard(tmp_path_factory: pytest.TempPathFactory, cluster: tuple[ServerProcess, ServerProcess],
               dead: DeadLetters) -> Iterator[str]:
-    proc = dashboard_process(tmp_path_factory.mktemp("dlq-dash"), cluster[0].address).start()
-    try:
-        yield "http://" + proc.address
-    finally:
-        proc.stop()
-        print(f"---- mqdashboard ----\n{proc.log_tail(40)}")
-
-
-@pytest.fixture(scope="module")
-def http_api(dashboard: str) -> Http:
-    return Http(dashboard)
+    with running_dashboard(tmp_path_factory.mktemp("dlq-dash"), cluster[0].address) as base:
+        yield base
 
 
 def wait_for(what: str, probe: Any, deadline_s: float = 60.0) -> Any:

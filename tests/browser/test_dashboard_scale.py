@@ -31,17 +31,11 @@ from aiorocketmq.protocol.bodies import (
     TopicConfigSerializeWrapper,
 )
 from aiorocketmq.protocol.message import MessageExt
-from tests.browser.conftest import dashboard_process
+from tests.browser.conftest import expect, go, running_dashboard
 from tests.browser.http import Http
 from tests.procs import ServerProcess, namesrv_and_broker
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration, pytest.mark.timeout(300)]
-
-expect: Any
-try:
-    from playwright.sync_api import expect
-except ImportError:  # the browser_context fixture fails the test with what to install
-    expect = None
 
 SCALE = 2000
 MIXED_GROUP = "ScaleMixedGroup"
@@ -53,6 +47,8 @@ TOPIC_B = "ScaleTopicB"
 # More groups with two clients each than the dashboard makes calls at once (8): every row of
 # their page asks its clients for their subscriptions while holding a slot.
 BUSY_GROUPS = 9
+# How long a route of these big pages may take to render.
+ROUTE_TIMEOUT_MS = 120_000
 
 
 def busy_group(i: int) -> str:
@@ -151,29 +147,9 @@ def consumers(cluster: tuple[ServerProcess, ServerProcess]) -> Iterator[Consumer
 @pytest.fixture(scope="module")
 def dashboard(tmp_path_factory: pytest.TempPathFactory, cluster: tuple[ServerProcess, ServerProcess],
               consumers: Consumers) -> Iterator[str]:
-    tmp = tmp_path_factory.mktemp("scale-dash")
-    config = tmp / "dashboard.toml"
-    config.write_text("cache_ttl_ms = 600000\n")
-    proc = dashboard_process(tmp, cluster[0].address, "-c", str(config)).start()
-    try:
-        yield "http://" + proc.address
-    finally:
-        proc.stop()
-        print(f"---- mqdashboard ----\n{proc.log_tail(40)}")
-
-
-@pytest.fixture(scope="module")
-def http_api(dashboard: str) -> Http:
-    return Http(dashboard)
-
-
-def go(page: Any, base: str, fragment: str) -> float:
-    """Open a page, wait until that route has rendered; the seconds it took."""
-    started = time.perf_counter()
-    page.goto(f"{base}/#{fragment}")
-    expect(page.locator("main")).to_have_attribute("data-route", fragment, timeout=120_000)
-    expect(page.locator("main")).to_have_attribute("aria-busy", "false")
-    return time.perf_counter() - started
+    with running_dashboard(tmp_path_factory.mktemp("scale-dash"), cluster[0].address,
+                           config="cache_ttl_ms = 600000\n") as base:
+        yield base
 
 
 # -- paging and the cache ----------------------------------------------------------------
@@ -205,7 +181,7 @@ def test_topic_api_pages(http_api: Http) -> None:
 
 
 def test_group_and_topic_pages_in_the_browser(page: Any, dashboard: str, screenshots: Path) -> None:
-    cold = go(page, dashboard, "/groups?q=ScaleGroup&page=3")
+    cold = go(page, dashboard, "/groups?q=ScaleGroup&page=3", ROUTE_TIMEOUT_MS)
     rows = page.locator("#group-list tbody tr")
     expect(rows).to_have_count(50)
     expect(rows.first).to_have_attribute("data-key", scale_group(100))
@@ -214,16 +190,16 @@ def test_group_and_topic_pages_in_the_browser(page: Any, dashboard: str, screens
     expect(page.locator("main")).to_have_attribute("data-route", "/groups?q=ScaleGroup&page=4")
     expect(page.locator("#group-list tbody tr").first).to_have_attribute(
         "data-key", scale_group(150))
-    warm = go(page, dashboard, "/groups?q=ScaleGroup&page=3")
-    topics = go(page, dashboard, "/topics")
+    warm = go(page, dashboard, "/groups?q=ScaleGroup&page=3", ROUTE_TIMEOUT_MS)
+    topics = go(page, dashboard, "/topics", ROUTE_TIMEOUT_MS)
     expect(page.locator("#topic-list tbody tr")).to_have_count(100)
     expect(page.locator("#topic-pager .range")).to_contain_text(f"of {SCALE + 2:,}")
     page.click("#topic-pager .next")
     expect(page.locator("#topic-list tbody tr").first).to_have_attribute(
         "data-key", scale_topic(100))
-    conn_cold = go(page, dashboard, "/connections")
+    conn_cold = go(page, dashboard, "/connections", ROUTE_TIMEOUT_MS)
     expect(page.locator(f'#consumer-connections tr[data-key="{MIXED_GROUP}"]')).to_have_count(2)
-    conn_warm = go(page, dashboard, "/connections?")
+    conn_warm = go(page, dashboard, "/connections?", ROUTE_TIMEOUT_MS)
     print(f"groups page (2,000 groups, 50 shown): {cold:.2f} s cold, {warm:.2f} s cached; "
           f"topics page (2,002 topics, 100 shown): {topics:.2f} s; connections page (2,002 "
           f"groups asked): {conn_cold:.2f} s cold, {conn_warm:.2f} s cached")
@@ -261,7 +237,7 @@ def test_group_api_flags_inconsistent_subscriptions(http_api: Http, consumers: C
 
 def test_inconsistent_subscriptions_in_the_browser(page: Any, dashboard: str, consumers: Consumers,
                                                    screenshots: Path) -> None:
-    go(page, dashboard, "/groups?q=ScaleMixed")
+    go(page, dashboard, "/groups?q=ScaleMixed", ROUTE_TIMEOUT_MS)
     expect(page.locator(f'#group-list tr[data-key="{MIXED_GROUP}"] td[data-col="subs"]')
            ).to_have_text("inconsistent")
     page.click(f'#group-list tr[data-key="{MIXED_GROUP}"]')
@@ -273,7 +249,7 @@ def test_inconsistent_subscriptions_in_the_browser(page: Any, dashboard: str, co
         expect(page.locator(f'#client-subscriptions tr[data-key="{client_id}/{TOPIC_A}"]')
                ).to_have_count(1)
     page.screenshot(path=str(screenshots / "scale-inconsistent.png"), full_page=True)
-    go(page, dashboard, f"/groups/{SAME_GROUP}")
+    go(page, dashboard, f"/groups/{SAME_GROUP}", ROUTE_TIMEOUT_MS)
     expect(page.locator("#client-subscriptions tbody tr")).to_have_count(2)
     expect(page.locator("#subscription-warning")).to_have_count(0)
 

@@ -19,15 +19,10 @@ import pytest
 
 from aiorocketmq.client import Message, Producer
 from aiorocketmq.client.admin.api import MQAdmin
+from tests.browser.conftest import expect, go
 from tests.procs import ServerProcess
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration, pytest.mark.timeout(180)]
-
-expect: Any
-try:
-    from playwright.sync_api import expect
-except ImportError:  # the browser_context fixture fails the test with what to install
-    expect = None
 
 TIMERS = {"DashTimerA": 3, "DashTimerB": 1}
 
@@ -55,12 +50,6 @@ def workload(cluster: tuple[ServerProcess, ServerProcess]) -> Iterator[None]:
     """Instead of the usual workload: the timer messages, counted by the broker."""
     asyncio.run(_send_timers(cluster[0].address, cluster[1].address))
     yield None
-
-
-def go(page: Any, base: str, fragment: str) -> None:
-    page.goto(f"{base}/#{fragment}")
-    expect(page.locator("main")).to_have_attribute("data-route", fragment)
-    expect(page.locator("main")).to_have_attribute("aria-busy", "false")
 
 
 def test_timers_api(dashboard: str, workload: None) -> None:
