@@ -21,13 +21,16 @@ from __future__ import annotations
 import itertools
 import json
 import struct
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aiorocketmq import refuse_extension
 
 from .codes import CURRENT_VERSION, LanguageCode, RpcFlag, SerializeType
 from .errors import HeaderError, ProtocolError
 from .javautil import java_hashmap_order
+
+if TYPE_CHECKING:
+    from .headers import CommandHeader
 
 try:
     refuse_extension("aiorocketmq.protocol._command")
@@ -90,7 +93,19 @@ def _json_key_order(ef: dict[str, str]) -> list[tuple[str, str]]:
     return order
 
 
-class RemotingCommand:
+class _EdgeDecoded:
+    """``header``: a request's typed custom header, set by the server's edge before the
+    handler runs (``protocol.validation.guard``; read it with ``headers.decode_header``).
+    Unset on any other command (reading it then raises ``AttributeError``). Kept out of
+    ``RemotingCommand.__slots__``, which lists the wire fields the codecs (the C one
+    included) read and write."""
+
+    __slots__ = ("header",)
+
+    header: CommandHeader
+
+
+class RemotingCommand(_EdgeDecoded):
     """A request or response; ``ext_fields`` is the flattened custom header (all values ``str``).
 
     ``body`` is ``bytes`` (or any bytes-like object for zero-copy sends) or ``None``.

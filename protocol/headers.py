@@ -394,7 +394,21 @@ def wire(key: str) -> dict[str, str]:
 
 
 def decode_header(cls: type[_H], request: RemotingCommand) -> _H:
-    """``cls.from_ext_fields(request.ext_fields)``."""
+    """``request``'s header as a ``cls``: the one the server's edge decoded from the code's
+    spec (``request.header``, ``protocol.validation.guard``), else
+    ``cls.from_ext_fields(request.ext_fields)`` now (a request no edge saw, or one whose
+    edge decoded another class). Processors call this, never ``from_ext_fields``, so a
+    request's header is decoded once.
+
+    Raises:
+        HeaderError: decoded now, and a required field is missing or a number does not parse.
+    """
+    try:
+        header = request.header
+    except AttributeError:
+        return cls.from_ext_fields(request.ext_fields)
+    if type(header) is cls:
+        return header  # type: ignore[return-value]  # exactly cls, checked above
     return cls.from_ext_fields(request.ext_fields)
 
 

@@ -10,6 +10,12 @@ handles or knows the header of:
 * ``header`` / ``response_header``: the custom header classes of the request and of its
   successful answer (``protocol/headers.py``; upstream's ``decodeCommandCustomHeader``
   calls), ``None`` for none;
+* ``edge_decodes``: a server's edge decodes ``header`` once, after its checks, into
+  ``request.header`` (``protocol.validation.guard``), and the handler reads it with
+  ``headers.decode_header``; a bad header is answered there (SYSTEM_ERROR, the decoder's
+  remark). False where the handler decodes the header its own way: the sends and the
+  reply sends (the send path's fast decoder) and the ACL admin codes (fields read by
+  name). ``edge_header(spec)`` is the class the edge decodes, or ``None``;
 * ``body``: what the request body carries: a ``protocol/bodies.py`` class (JSON), or one
   of ``MESSAGE`` (a message's bytes), ``BATCH`` (batched messages), ``PROPERTIES``
   (``key=value`` lines), ``RAW`` (bytes handed on unread); ``None`` for no body;
@@ -158,6 +164,7 @@ __all__ = [
     "client_specs",
     "specs_of",
     "edge_check",
+    "edge_header",
     "acl_header_fields",
 ]
 
@@ -243,6 +250,7 @@ class RequestSpec:
     acl: AclSpec | None = None
     admin: bool = False
     may_create_topic: bool = False
+    edge_decodes: bool = True
     #: The edge checks built from ``rules`` and ``json_body`` (``protocol.validation``).
     edge: RequestCheck = field(init=False, repr=False, compare=False)
 
@@ -269,15 +277,16 @@ _ACL_PULL = AclSpec((AclResource("topic", SUB), AclResource("consumerGroup", SUB
 _SPECS: tuple[RequestSpec, ...] = (
     # -- broker: sends (docs/PROTOCOL.md 4.1) --------------------------------------------
     RequestSpec(RC.SEND_MESSAGE, (_SEND,), SendMessageRequestHeader, SendMessageResponseHeader,
-                MESSAGE, acl=_ACL_SEND, may_create_topic=True),
+                MESSAGE, acl=_ACL_SEND, may_create_topic=True, edge_decodes=False),
     RequestSpec(RC.SEND_MESSAGE_V2, (_SEND,), SendMessageRequestHeaderV2,
-                SendMessageResponseHeader, MESSAGE, acl=_ACL_SEND_V2, may_create_topic=True),
+                SendMessageResponseHeader, MESSAGE, acl=_ACL_SEND_V2, may_create_topic=True,
+                edge_decodes=False),
     RequestSpec(RC.SEND_BATCH_MESSAGE, (_SEND,), SendMessageRequestHeaderV2,
-                SendMessageResponseHeader, BATCH, may_create_topic=True),
+                SendMessageResponseHeader, BATCH, may_create_topic=True, edge_decodes=False),
     RequestSpec(RC.SEND_REPLY_MESSAGE, (_REPLY,), SendMessageRequestHeader,
-                SendMessageResponseHeader, MESSAGE, may_create_topic=True),
+                SendMessageResponseHeader, MESSAGE, may_create_topic=True, edge_decodes=False),
     RequestSpec(RC.SEND_REPLY_MESSAGE_V2, (_REPLY,), SendMessageRequestHeaderV2,
-                SendMessageResponseHeader, MESSAGE, may_create_topic=True),
+                SendMessageResponseHeader, MESSAGE, may_create_topic=True, edge_decodes=False),
     RequestSpec(RC.CONSUMER_SEND_MSG_BACK, (_SEND_BACK,), ConsumerSendMsgBackRequestHeader,
                 rules={"group": check_group},
                 acl=AclSpec((AclResource("group", SUB, retry=True),)), may_create_topic=True),
@@ -367,12 +376,14 @@ _SPECS: tuple[RequestSpec, ...] = (
     RequestSpec(RC.GET_ALL_DELAY_OFFSET, (_SCHEDULE,)),
     RequestSpec(RC.QUERY_CONSUME_QUEUE, (_ADMIN_BROKER,), QueryConsumeQueueRequestHeader),
     # -- broker: ACL administration (docs/PROTOCOL.md 13.4) --------------------------------
-    RequestSpec(RC.UPDATE_AND_CREATE_ACL_CONFIG, (_ACL_ADMIN,), CreateAccessConfigRequestHeader),
-    RequestSpec(RC.DELETE_ACL_CONFIG, (_ACL_ADMIN,), DeleteAccessConfigRequestHeader),
+    RequestSpec(RC.UPDATE_AND_CREATE_ACL_CONFIG, (_ACL_ADMIN,), CreateAccessConfigRequestHeader,
+                edge_decodes=False),
+    RequestSpec(RC.DELETE_ACL_CONFIG, (_ACL_ADMIN,), DeleteAccessConfigRequestHeader,
+                edge_decodes=False),
     RequestSpec(RC.GET_BROKER_CLUSTER_ACL_INFO, (_ACL_ADMIN,), None,
                 GetBrokerAclConfigResponseHeader),
     RequestSpec(RC.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG, (_ACL_ADMIN,),
-                UpdateGlobalWhiteAddrsConfigRequestHeader),
+                UpdateGlobalWhiteAddrsConfigRequestHeader, edge_decodes=False),
     RequestSpec(RC.GET_BROKER_CLUSTER_ACL_CONFIG, (_ACL_ADMIN,)),
     # -- broker codes known by their header, not handled yet -------------------------------
     RequestSpec(RC.RESUME_CHECK_HALF_MESSAGE, (), ResumeCheckHalfMessageRequestHeader),
@@ -463,6 +474,11 @@ _TEXT_ONLY = RequestCheck()
 def edge_check(spec: RequestSpec | None) -> RequestCheck:
     """The edge checks of a code with ``spec``; without one, only the header text check."""
     return _TEXT_ONLY if spec is None else spec.edge
+
+
+def edge_header(spec: RequestSpec | None) -> type[CommandHeader] | None:
+    """The header class the edge decodes for a code with ``spec`` (``None``: none)."""
+    return spec.header if spec is not None and spec.edge_decodes else None
 
 
 def acl_header_fields(spec: RequestSpec) -> tuple[tuple[str, ...], tuple[str, ...]]:

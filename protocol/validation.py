@@ -3,10 +3,12 @@
 Contract: ``RequestCheck(rules, json_body).check(request)`` returns ``None`` for a request
 whose values are acceptable, else a remark naming the field and the reason; the servers
 answer such a request with SYSTEM_ERROR and that remark and change nothing.
-``guard(handler, check, on_refused)`` wraps a processor-table handler (plain or coroutine
-alike) so the check runs first. Each code's ``rules`` and ``json_body`` are in its spec
-(``protocol/request_specs.py``, ``RequestSpec.edge``). Sans-IO: no logging here;
-``on_refused`` is the server's hook for that.
+``guard(handler, check, on_refused, header)`` wraps a processor-table handler (plain or
+coroutine alike) so the check runs first and, with ``header``, the request's header is
+decoded once into ``request.header`` for the handler. Each code's ``rules``,
+``json_body`` and header class are in its spec (``protocol/request_specs.py``,
+``RequestSpec.edge``, ``edge_header``). Sans-IO: no logging here; ``on_refused`` is the
+server's hook for that.
 
 What is checked, for every request code:
 
@@ -48,6 +50,7 @@ from .bodies import TopicConfig
 from .codes import MixAll, Perm, ResponseCode
 from .command import RemotingCommand
 from .errors import ProtocolError
+from .headers import CommandHeader
 
 __all__ = [
     "TOPIC_MAX_LENGTH",
@@ -305,18 +308,37 @@ Refused = Callable[[Any, RemotingCommand, str], None]
 _Handler = Callable[[Any, RemotingCommand], "RemotingCommand | None | Awaitable[RemotingCommand | None]"]
 
 
-def guard(handler: _Handler, check: RequestCheck, on_refused: Refused | None = None
-          ) -> _Handler:
-    """``handler`` behind ``check``: a refused request is answered SYSTEM_ERROR + remark."""
+def guard(handler: _Handler, check: RequestCheck, on_refused: Refused | None = None,
+          header: type[CommandHeader] | None = None) -> _Handler:
+    """``handler`` behind ``check``: a refused request is answered SYSTEM_ERROR + remark.
 
-    def guarded(channel: Any, request: RemotingCommand
-                ) -> RemotingCommand | None | Awaitable[RemotingCommand | None]:
-        remark = check.check(request)
-        if remark is None:
-            return handler(channel, request)
-        if on_refused is not None:
-            on_refused(channel, request, remark)
-        return request.create_response(ResponseCode.SYSTEM_ERROR, remark)
+    With ``header`` (the spec's header class, where the edge decodes it), an accepted
+    request's header is decoded here, once, into ``request.header`` for the handler
+    (``headers.decode_header`` returns it). A ``HeaderError`` (a required field missing, a
+    number that does not parse) propagates: the channel answers it SYSTEM_ERROR with its
+    message, as it answers one raised by a handler."""
+    if header is None:
+
+        def guarded(channel: Any, request: RemotingCommand
+                    ) -> RemotingCommand | None | Awaitable[RemotingCommand | None]:
+            remark = check.check(request)
+            if remark is None:
+                return handler(channel, request)
+            if on_refused is not None:
+                on_refused(channel, request, remark)
+            return request.create_response(ResponseCode.SYSTEM_ERROR, remark)
+    else:
+        decode = header.from_ext_fields  # bound once, here
+
+        def guarded(channel: Any, request: RemotingCommand
+                    ) -> RemotingCommand | None | Awaitable[RemotingCommand | None]:
+            remark = check.check(request)
+            if remark is None:
+                request.header = decode(request.ext_fields)
+                return handler(channel, request)
+            if on_refused is not None:
+                on_refused(channel, request, remark)
+            return request.create_response(ResponseCode.SYSTEM_ERROR, remark)
 
     guarded.__name__ = getattr(handler, "__name__", "guarded")
     guarded.__qualname__ = getattr(handler, "__qualname__", "guarded")

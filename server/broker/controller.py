@@ -16,7 +16,9 @@ Upstream ``BrokerController`` (``initialize``, ``start``, ``shutdown``, ``regist
 4. register the processor table (admin as default processor for unknown codes), every
    handler behind the edge its request spec describes (``protocol/request_specs.py``):
    the checks of ``protocol.validation`` (a refused request is answered SYSTEM_ERROR with
-   a remark naming the field, and changes nothing) and, for codes that may create a topic
+   a remark naming the field, and changes nothing), the request header decoded once from
+   the spec's class for the handler (a bad one answered SYSTEM_ERROR with the decoder's
+   remark; not for the sends, whose processor decodes its own fast way) and, for codes that may create a topic
    (sends, a send-back's retry or DLQ topic, a heartbeat's retry topics), an answer that
    waits for the new topic's registration with the nameservers, as upstream's;
 5. start the persistence routines, client housekeeping and long-poll checker; attach the
@@ -63,7 +65,7 @@ from aiorocketmq.protocol.channel import Channel, Handler
 from aiorocketmq.protocol.codes import ResponseCode
 from aiorocketmq.protocol.command import RemotingCommand
 from aiorocketmq.protocol.remoting_server import RemotingServer
-from aiorocketmq.protocol.request_specs import broker_specs, edge_check
+from aiorocketmq.protocol.request_specs import broker_specs, edge_check, edge_header
 from aiorocketmq.protocol.routine import Routine, ServiceState
 from aiorocketmq.protocol.tls import TlsConfig
 from aiorocketmq.protocol.validation import guard
@@ -296,15 +298,17 @@ class BrokerController:
 
     def _register(self, table: Mapping[int, Handler]) -> None:
         """Register a processor's handlers, each behind the edge its request spec describes
-        (``protocol/request_specs.py``): the field and body checks, and for a code that may
-        create a topic, an answer that waits for the topic's registration. The spec is bound
-        here, once: a request costs the processor table's dict access."""
+        (``protocol/request_specs.py``): the field and body checks, the header decoded once
+        into ``request.header`` (``edge_header``), and for a code that may create a topic,
+        an answer that waits for the topic's registration. The spec is bound here, once: a
+        request costs the processor table's dict access."""
         specs = self._specs
         for code, handler in table.items():
             spec = specs.get(code)
             if spec is not None and spec.may_create_topic:
                 handler = self._answered_after_registration(handler)
-            self.server.register(code, guard(handler, edge_check(spec), _log_refused))
+            self.server.register(code, guard(handler, edge_check(spec), _log_refused,
+                                             edge_header(spec)))
 
     def _answered_after_registration(self, handler: Handler) -> Handler:
         """``handler`` whose answer waits for the registration of a topic it auto-created

@@ -17,9 +17,9 @@ Response shapes follow upstream exactly, which the 4.9.7 vectors confirm:
   1338-1343); every other JSON body is legacy (GET_BROKER_CLUSTER_INFO, frame 991).
 * TOPIC_NOT_EXIST carries upstream's remark, newline and FAQ line included (frame 6).
 
-Bad input is answered, never stored: a header that does not decode, header text or a
-registration body holding a lone UTF-16 surrogate (``protocol.validation``'s edge checks,
-in front of every handler), a body that is not JSON or does not inflate, a CRC32 mismatch:
+Bad input is answered, never stored: a header that does not decode (decoded once by the
+edge, from the code's spec), header text or a registration body holding a lone UTF-16
+surrogate (``protocol.validation``'s edge checks, in front of every handler), a body that is not JSON or does not inflate, a CRC32 mismatch:
 each gets SYSTEM_ERROR with a remark saying what was wrong, and no table is touched
 (decoding and validation finish before the first mutation). A registered topic config
 with a queue count outside ``0..route_info.MAX_QUEUE_NUMS`` or a perm outside ``0..15`` is
@@ -71,8 +71,9 @@ from aiorocketmq.protocol.headers import (
     UnRegisterBrokerRequestHeader,
     WipeWritePermOfBrokerRequestHeader,
     WipeWritePermOfBrokerResponseHeader,
+    decode_header,
 )
-from aiorocketmq.protocol.request_specs import edge_check, namesrv_specs
+from aiorocketmq.protocol.request_specs import edge_check, edge_header, namesrv_specs
 from aiorocketmq.protocol.validation import guard as edge_guard
 
 from .config import PATH_KEYS, ConfigError, NamesrvConfig
@@ -149,16 +150,18 @@ class NamesrvProcessor:
         }
         table: dict[int, Handler] = {int(c): _guard(h) for c, h in sync.items()}
         table.update({int(c): _guard_async(h) for c, h in asynchronous.items()})
-        # Each handler behind the edge checks of its request spec (protocol/request_specs.py).
+        # Each handler behind the edge of its request spec (protocol/request_specs.py): the
+        # checks, then the header decoded once into request.header (decode_header reads it).
         specs = namesrv_specs()
-        self.table = {c: edge_guard(h, edge_check(specs.get(c)), _log_refused)
+        self.table = {c: edge_guard(h, edge_check(specs.get(c)), _log_refused,
+                                    edge_header(specs.get(c)))
                       for c, h in table.items()}
 
     # -- brokers --------------------------------------------------------------------------
 
     def register_broker(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         """REGISTER_BROKER (103), two-way or oneway; body per version and ``compressed``."""
-        h = RegisterBrokerRequestHeader.from_ext_fields(request.ext_fields)
+        h = decode_header(RegisterBrokerRequestHeader, request)
         body = request.body
         if h.body_crc32 != 0:
             crc = zlib.crc32(body or b"") & 0x7FFFFFFF
@@ -195,13 +198,13 @@ class NamesrvProcessor:
 
     def unregister_broker(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         """UNREGISTER_BROKER (104): bare answer."""
-        h = UnRegisterBrokerRequestHeader.from_ext_fields(request.ext_fields)
+        h = decode_header(UnRegisterBrokerRequestHeader, request)
         self.routes.unregister_broker(h.cluster_name, h.broker_addr, h.broker_name, h.broker_id)
         return request.create_response(_SUCCESS)
 
     def query_data_version(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         """QUERY_DATA_VERSION (322): header ``changed``; body the stored DataVersion."""
-        h = QueryDataVersionRequestHeader.from_ext_fields(request.ext_fields)
+        h = decode_header(QueryDataVersionRequestHeader, request)
         if not request.body:
             raise ProtocolError("QUERY_DATA_VERSION needs a DataVersion body")
         version = DataVersion.decode(request.body)
@@ -215,7 +218,7 @@ class NamesrvProcessor:
     def get_route_info_by_topic(self, channel: Channel,
                                 request: RemotingCommand) -> RemotingCommand:
         """GET_ROUTEINFO_BY_TOPIC (105): the hot path."""
-        h = GetRouteInfoRequestHeader.from_ext_fields(request.ext_fields)
+        h = decode_header(GetRouteInfoRequestHeader, request)
         topic = h.topic
         standard = request.version >= _STANDARD_JSON_SINCE or h.accept_standard_json_only is True
         routes = self.routes
@@ -252,14 +255,14 @@ class NamesrvProcessor:
 
     def get_topics_by_cluster(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         """GET_TOPICS_BY_CLUSTER (224)."""
-        h = GetTopicsByClusterRequestHeader.from_ext_fields(request.ext_fields)
+        h = decode_header(GetTopicsByClusterRequestHeader, request)
         return request.create_response(
             _SUCCESS, body=self.routes.topics_by_cluster(h.cluster).encode())
 
     def delete_topic_in_namesrv(self, channel: Channel,
                                 request: RemotingCommand) -> RemotingCommand:
         """DELETE_TOPIC_IN_NAMESRV (216): from one cluster's brokers or everywhere."""
-        h = DeleteTopicFromNamesrvRequestHeader.from_ext_fields(request.ext_fields)
+        h = decode_header(DeleteTopicFromNamesrvRequestHeader, request)
         self.routes.delete_topic(h.topic, h.cluster_name or None)
         log.info("namesrv.topic_delete", topic=h.topic, cluster=h.cluster_name,
                  peer=channel.remote_addr)
@@ -268,7 +271,7 @@ class NamesrvProcessor:
     def wipe_write_perm_of_broker(self, channel: Channel,
                                   request: RemotingCommand) -> RemotingCommand:
         """WIPE_WRITE_PERM_OF_BROKER (205): header ``wipeTopicCount``."""
-        h = WipeWritePermOfBrokerRequestHeader.from_ext_fields(request.ext_fields)
+        h = decode_header(WipeWritePermOfBrokerRequestHeader, request)
         count = self.routes.wipe_write_perm(h.broker_name)
         log.info("namesrv.wipe_write_perm", broker_name=h.broker_name, topics=count,
                  peer=channel.remote_addr)
@@ -278,7 +281,7 @@ class NamesrvProcessor:
     def add_write_perm_of_broker(self, channel: Channel,
                                  request: RemotingCommand) -> RemotingCommand:
         """ADD_WRITE_PERM_OF_BROKER (327): header ``addTopicCount``."""
-        h = AddWritePermOfBrokerRequestHeader.from_ext_fields(request.ext_fields)
+        h = decode_header(AddWritePermOfBrokerRequestHeader, request)
         count = self.routes.add_write_perm(h.broker_name)
         log.info("namesrv.add_write_perm", broker_name=h.broker_name, topics=count,
                  peer=channel.remote_addr)
@@ -289,7 +292,7 @@ class NamesrvProcessor:
 
     async def put_kv_config(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         """PUT_KV_CONFIG (100): answered once the change is on disk."""
-        h = PutKVConfigRequestHeader.from_ext_fields(request.ext_fields)
+        h = decode_header(PutKVConfigRequestHeader, request)
         try:
             await self.kv.put(h.namespace, h.key, h.value)
         except ValueError as exc:
@@ -298,7 +301,7 @@ class NamesrvProcessor:
 
     def get_kv_config(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         """GET_KV_CONFIG (101): header ``value``, or QUERY_NOT_FOUND."""
-        h = GetKVConfigRequestHeader.from_ext_fields(request.ext_fields)
+        h = decode_header(GetKVConfigRequestHeader, request)
         value = self.kv.get(h.namespace, h.key)
         ext = GetKVConfigResponseHeader(value=value).to_ext_fields()
         if value is not None:
@@ -310,14 +313,14 @@ class NamesrvProcessor:
     async def delete_kv_config(self, channel: Channel,
                                request: RemotingCommand) -> RemotingCommand:
         """DELETE_KV_CONFIG (102): answered once the change is on disk."""
-        h = DeleteKVConfigRequestHeader.from_ext_fields(request.ext_fields)
+        h = decode_header(DeleteKVConfigRequestHeader, request)
         await self.kv.delete(h.namespace, h.key)
         return request.create_response(_SUCCESS)
 
     def get_kv_list_by_namespace(self, channel: Channel,
                                  request: RemotingCommand) -> RemotingCommand:
         """GET_KVLIST_BY_NAMESPACE (219): body KVTable, or QUERY_NOT_FOUND."""
-        h = GetKVListByNamespaceRequestHeader.from_ext_fields(request.ext_fields)
+        h = decode_header(GetKVListByNamespaceRequestHeader, request)
         table = self.kv.get_namespace(h.namespace)
         if table is None:
             return request.create_response(_QUERY_NOT_FOUND,

@@ -23,7 +23,11 @@ from aiorocketmq.protocol.bodies import TopicConfig
 from aiorocketmq.protocol.channel import Channel, Handler
 from aiorocketmq.protocol.codes import RequestCode, ResponseCode
 from aiorocketmq.protocol.command import RemotingCommand
-from aiorocketmq.protocol.headers import CreateTopicRequestHeader, DeleteTopicRequestHeader
+from aiorocketmq.protocol.headers import (
+    CreateTopicRequestHeader,
+    DeleteTopicRequestHeader,
+    decode_header,
+)
 
 from ..topic_config import validate_topic
 
@@ -74,7 +78,7 @@ class AdminBrokerProcessor:
                                       request: RemotingCommand) -> RemotingCommand:
         if (refused := refuse_on_slave(self._b, request)) is not None:
             return refused
-        h = CreateTopicRequestHeader.from_ext_fields(request.ext_fields)
+        h = decode_header(CreateTopicRequestHeader, request)
         log.info("broker.update_and_create_topic", topic=h.topic, peer=channel.remote_addr)
         refused = self._check_topic(request, h.topic)
         if refused is not None:
@@ -89,7 +93,7 @@ class AdminBrokerProcessor:
     def delete_topic(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         if (refused := refuse_on_slave(self._b, request)) is not None:
             return refused
-        h = DeleteTopicRequestHeader.from_ext_fields(request.ext_fields)
+        h = decode_header(DeleteTopicRequestHeader, request)
         log.info("broker.delete_topic", topic=h.topic, peer=channel.remote_addr)
         refused = self._check_topic(request, h.topic)
         if refused is not None:

@@ -88,6 +88,7 @@ from aiorocketmq.protocol.headers import (
     GetTopicStatsInfoRequestHeader,
     QueryConsumeQueueRequestHeader,
     ViewBrokerStatsDataRequestHeader,
+    decode_header,
 )
 from aiorocketmq.protocol.javautil import java_concurrent_hashmap_order, java_hashmap_order
 from aiorocketmq.protocol.runtime import read_properties_file
@@ -348,7 +349,7 @@ class AdminBrokerStatsProcessor:
         return request.create_response(ResponseCode.SUCCESS, body=self._b.topics.encode())
 
     def get_topic_stats_info(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
-        h = GetTopicStatsInfoRequestHeader.from_ext_fields(request.ext_fields)
+        h = decode_header(GetTopicStatsInfoRequestHeader, request)
         tc = self._b.topics.select(h.topic)
         if tc is None:
             return request.create_response(ResponseCode.TOPIC_NOT_EXIST,
@@ -390,7 +391,7 @@ class AdminBrokerStatsProcessor:
 
     def view_broker_stats_data(self, channel: Channel,
                                request: RemotingCommand) -> RemotingCommand:
-        h = ViewBrokerStatsDataRequestHeader.from_ext_fields(request.ext_fields)
+        h = decode_header(ViewBrokerStatsDataRequestHeader, request)
         item = self.stats.get_stats_item(h.stats_name, h.stats_key)
         if item is None:
             return request.create_response(
@@ -404,7 +405,7 @@ class AdminBrokerStatsProcessor:
     def get_broker_consume_stats(self, channel: Channel,
                                  request: RemotingCommand) -> RemotingCommand:
         """``fetchAllConsumeStatsInBroker``: ``ConsumeStatsList`` built as fastjson writes it."""
-        h = GetConsumeStatsInBrokerHeader.from_ext_fields(request.ext_fields)
+        h = decode_header(GetConsumeStatsInBrokerHeader, request)
         b = self._b
         broker_name = b.config.broker_name
         store = b.store
@@ -434,7 +435,7 @@ class AdminBrokerStatsProcessor:
 
     def query_consume_queue(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         """Upstream ``queryConsumeQueue``; see the module docstring."""
-        h = QueryConsumeQueueRequestHeader.from_ext_fields(request.ext_fields)
+        h = decode_header(QueryConsumeQueueRequestHeader, request)
         b = self._b
         topic = h.topic if h.topic is not None else "null"
         cq = b.store.find_consume_queue(topic, h.queue_id)

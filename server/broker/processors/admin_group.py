@@ -71,6 +71,7 @@ from aiorocketmq.protocol.headers import (
     QueryCorrectionOffsetHeader,
     QueryTopicConsumeByWhoRequestHeader,
     ResetOffsetRequestHeader,
+    decode_header,
 )
 from aiorocketmq.protocol.message import MessageDecodeError, decode_offset_msg_id
 
@@ -153,7 +154,7 @@ class AdminGroupProcessor:
                                   request: RemotingCommand) -> RemotingCommand:
         if (refused := refuse_on_slave(self._b, request)) is not None:
             return refused
-        h = DeleteSubscriptionGroupRequestHeader.from_ext_fields(request.ext_fields)
+        h = decode_header(DeleteSubscriptionGroupRequestHeader, request)
         log.info("broker.delete_subscription_group", group=h.group_name, peer=channel.remote_addr)
         self._b.subscription_groups.delete(h.group_name)
         if h.remove_offset:
@@ -170,7 +171,7 @@ class AdminGroupProcessor:
         return info is not None and bool(info.subscriptions) and topic not in info.subscriptions
 
     def get_consume_stats(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
-        h = GetConsumeStatsRequestHeader.from_ext_fields(request.ext_fields)
+        h = decode_header(GetConsumeStatsRequestHeader, request)
         b = self._b
         group = h.consumer_group
         topics = [h.topic] if h.topic and h.topic.strip() else sorted(
@@ -191,7 +192,7 @@ class AdminGroupProcessor:
 
     def get_consumer_connection_list(self, channel: Channel,
                                      request: RemotingCommand) -> RemotingCommand:
-        h = GetConsumerConnectionListRequestHeader.from_ext_fields(request.ext_fields)
+        h = decode_header(GetConsumerConnectionListRequestHeader, request)
         info = self._b.consumers.get(h.consumer_group)
         if info is None:
             return request.create_response(ResponseCode.CONSUMER_NOT_ONLINE,
@@ -207,7 +208,7 @@ class AdminGroupProcessor:
 
     def get_producer_connection_list(self, channel: Channel,
                                      request: RemotingCommand) -> RemotingCommand:
-        h = GetProducerConnectionListRequestHeader.from_ext_fields(request.ext_fields)
+        h = decode_header(GetProducerConnectionListRequestHeader, request)
         channels = self._b.producers.groups.get(h.producer_group)
         if channels is None:
             return request.create_response(ResponseCode.SYSTEM_ERROR,
@@ -233,7 +234,7 @@ class AdminGroupProcessor:
 
     def query_topic_consume_by_who(self, channel: Channel,
                                    request: RemotingCommand) -> RemotingCommand:
-        h = QueryTopicConsumeByWhoRequestHeader.from_ext_fields(request.ext_fields)
+        h = decode_header(QueryTopicConsumeByWhoRequestHeader, request)
         groups = self._b.consumers.query_topic_consume_by_who(h.topic)
         groups |= self._b.offsets.which_group_by_topic(h.topic)
         return request.create_response(ResponseCode.SUCCESS,
@@ -246,7 +247,7 @@ class AdminGroupProcessor:
         return request.create_response(ResponseCode.SUCCESS, body=self._b.offsets.encode())
 
     def clone_group_offset(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
-        h = CloneGroupOffsetRequestHeader.from_ext_fields(request.ext_fields)
+        h = decode_header(CloneGroupOffsetRequestHeader, request)
         b = self._b
         topics = ({h.topic} if h.topic and h.topic.strip()
                   else b.offsets.which_topic_by_consumer(h.src_group))
@@ -263,7 +264,7 @@ class AdminGroupProcessor:
         return request.create_response(ResponseCode.SUCCESS)
 
     async def reset_offset(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
-        h = ResetOffsetRequestHeader.from_ext_fields(request.ext_fields)
+        h = decode_header(ResetOffsetRequestHeader, request)
         log.info("broker.reset_offset", topic=h.topic, group=h.group, timestamp=h.timestamp,
                  force=h.is_force, peer=channel.remote_addr)
         b = self._b
@@ -312,7 +313,7 @@ class AdminGroupProcessor:
 
     async def get_consumer_status(self, channel: Channel,
                                   request: RemotingCommand) -> RemotingCommand:
-        h = GetConsumerStatusRequestHeader.from_ext_fields(request.ext_fields)
+        h = decode_header(GetConsumerStatusRequestHeader, request)
         info = self._b.consumers.get(h.group)
         if info is None or not info.channels:
             return request.create_response(
@@ -345,7 +346,7 @@ class AdminGroupProcessor:
 
     def query_consume_time_span(self, channel: Channel,
                                 request: RemotingCommand) -> RemotingCommand:
-        h = QueryConsumeTimeSpanRequestHeader.from_ext_fields(request.ext_fields)
+        h = decode_header(QueryConsumeTimeSpanRequestHeader, request)
         b = self._b
         tc = b.topics.select(h.topic)
         if tc is None:
@@ -374,7 +375,7 @@ class AdminGroupProcessor:
                                 request: RemotingCommand) -> RemotingCommand:
         """Per queue the lowest offset among the topic's groups (``filterGroups`` excluded),
         or Long.MAX_VALUE where it exceeds ``compareGroup``'s offset."""
-        h = QueryCorrectionOffsetHeader.from_ext_fields(request.ext_fields)
+        h = decode_header(QueryCorrectionOffsetHeader, request)
         b = self._b
         excluded = {g for g in (h.filter_groups or "").split(",") if g}
         correction: dict[int, int] = {}
@@ -428,13 +429,13 @@ class AdminGroupProcessor:
 
     async def get_consumer_running_info(self, channel: Channel,
                                         request: RemotingCommand) -> RemotingCommand:
-        h = GetConsumerRunningInfoRequestHeader.from_ext_fields(request.ext_fields)
+        h = decode_header(GetConsumerRunningInfoRequestHeader, request)
         return await self._call_consumer(RequestCode.GET_CONSUMER_RUNNING_INFO, request,
                                          h.consumer_group, h.client_id, request.body)
 
     async def consume_message_directly(self, channel: Channel,
                                        request: RemotingCommand) -> RemotingCommand:
-        h = ConsumeMessageDirectlyResultRequestHeader.from_ext_fields(request.ext_fields)
+        h = decode_header(ConsumeMessageDirectlyResultRequestHeader, request)
         ext: dict[str, str] = dict(request.ext_fields or {})
         ext["brokerName"] = self._b.config.broker_name
         body: Any = request.body

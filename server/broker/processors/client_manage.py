@@ -29,7 +29,7 @@ from aiorocketmq.protocol.codes import MixAll, Perm, RequestCode, ResponseCode, 
 from aiorocketmq.protocol.command import RemotingCommand
 from aiorocketmq.protocol.errors import HeaderError, ProtocolError
 from aiorocketmq.protocol.filter import ExpressionType, FilterError
-from aiorocketmq.protocol.headers import UnregisterClientRequestHeader
+from aiorocketmq.protocol.headers import UnregisterClientRequestHeader, decode_header
 
 from ..client_manager import ClientChannelInfo
 from ..filter.consumer_filter import compile_expression
@@ -82,7 +82,7 @@ class ClientManageProcessor:
         return request.create_response(ResponseCode.SUCCESS)
 
     def unregister_client(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
-        header = UnregisterClientRequestHeader.from_ext_fields(request.ext_fields)
+        header = decode_header(UnregisterClientRequestHeader, request)
         b = self._b
         info = ClientChannelInfo(channel, header.client_id, request.language, request.version)
         if header.producer_group is not None:

@@ -29,6 +29,7 @@ from aiorocketmq.protocol.headers import (
     QueryConsumerOffsetRequestHeader,
     QueryConsumerOffsetResponseHeader,
     UpdateConsumerOffsetRequestHeader,
+    decode_header,
 )
 from aiorocketmq.server.store.config import MessageStoreConfig
 
@@ -53,7 +54,7 @@ class ConsumerManageProcessor:
 
     def get_consumer_list_by_group(self, channel: Channel,
                                    request: RemotingCommand) -> RemotingCommand:
-        header = GetConsumerListByGroupRequestHeader.from_ext_fields(request.ext_fields)
+        header = decode_header(GetConsumerListByGroupRequestHeader, request)
         group = header.consumer_group
         info = self._b.consumers.get(group)
         if info is not None:
@@ -70,14 +71,14 @@ class ConsumerManageProcessor:
 
     def update_consumer_offset(self, channel: Channel,
                                request: RemotingCommand) -> RemotingCommand:
-        h = UpdateConsumerOffsetRequestHeader.from_ext_fields(request.ext_fields)
+        h = decode_header(UpdateConsumerOffsetRequestHeader, request)
         self._b.offsets.commit_offset(channel.remote_addr, h.consumer_group, h.topic, h.queue_id,
                                       h.commit_offset)
         return request.create_response(ResponseCode.SUCCESS, ext_fields={})
 
     def query_consumer_offset(self, channel: Channel,
                               request: RemotingCommand) -> RemotingCommand:
-        h = QueryConsumerOffsetRequestHeader.from_ext_fields(request.ext_fields)
+        h = decode_header(QueryConsumerOffsetRequestHeader, request)
         offset = self._b.offsets.query_offset(h.consumer_group, h.topic, h.queue_id)
         if offset < 0:
             min_offset = self._b.store.get_min_offset_in_queue(h.topic, h.queue_id)

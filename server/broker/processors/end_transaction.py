@@ -27,7 +27,7 @@ from aiorocketmq.logs import get_logger
 from aiorocketmq.protocol.channel import Channel, Handler
 from aiorocketmq.protocol.codes import MessageConst, MessageSysFlag, RequestCode, ResponseCode
 from aiorocketmq.protocol.command import RemotingCommand
-from aiorocketmq.protocol.headers import EndTransactionRequestHeader
+from aiorocketmq.protocol.headers import EndTransactionRequestHeader, decode_header
 from aiorocketmq.protocol.message import MessageExt
 from aiorocketmq.server.store.inner import PutMessageStatus
 
@@ -84,7 +84,7 @@ class EndTransactionProcessor:
 
     def end_transaction(self, channel: Channel, request: RemotingCommand
                         ) -> RemotingCommand | Awaitable[RemotingCommand] | None:
-        header = EndTransactionRequestHeader.from_ext_fields(request.ext_fields)
+        header = decode_header(EndTransactionRequestHeader, request)
         if self._b.store_config.broker_role == "SLAVE":
             return request.create_response(ResponseCode.SLAVE_NOT_AVAILABLE)
         kind = header.commit_or_rollback

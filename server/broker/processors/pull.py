@@ -56,7 +56,11 @@ from aiorocketmq.protocol.channel import Channel, Handler
 from aiorocketmq.protocol.codes import Perm, PullSysFlag, RequestCode, ResponseCode
 from aiorocketmq.protocol.command import RemotingCommand
 from aiorocketmq.protocol.filter import ExpressionType
-from aiorocketmq.protocol.headers import PullMessageRequestHeader, PullMessageResponseHeader
+from aiorocketmq.protocol.headers import (
+    PullMessageRequestHeader,
+    PullMessageResponseHeader,
+    decode_header,
+)
 
 from ..filter import ConsumerFilterData, ConsumerFilterManager, ExpressionMessageFilter
 from ..long_polling import PullRequest
@@ -109,7 +113,7 @@ class PullMessageProcessor:
 
     def process_request(self, channel: Channel, request: RemotingCommand,
                         allow_suspend: bool) -> RemotingCommand | None:
-        h = PullMessageRequestHeader.from_ext_fields(request.ext_fields)
+        h = decode_header(PullMessageRequestHeader, request)
         b = self._b
         config = b.config
 

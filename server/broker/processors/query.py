@@ -33,6 +33,7 @@ from aiorocketmq.protocol.headers import (
     SearchOffsetRequestHeader,
     SearchOffsetResponseHeader,
     ViewMessageRequestHeader,
+    decode_header,
 )
 
 if TYPE_CHECKING:
@@ -56,32 +57,32 @@ class QueryProcessor:
         }
 
     def get_max_offset(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
-        h = GetMaxOffsetRequestHeader.from_ext_fields(request.ext_fields)
+        h = decode_header(GetMaxOffsetRequestHeader, request)
         offset = self._b.store.get_max_offset_in_queue(h.topic, h.queue_id)
         return request.create_response(
             ResponseCode.SUCCESS, ext_fields=GetMaxOffsetResponseHeader(offset=offset).to_ext_fields())
 
     def get_min_offset(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
-        h = GetMinOffsetRequestHeader.from_ext_fields(request.ext_fields)
+        h = decode_header(GetMinOffsetRequestHeader, request)
         offset = self._b.store.get_min_offset_in_queue(h.topic, h.queue_id)
         return request.create_response(
             ResponseCode.SUCCESS, ext_fields=GetMinOffsetResponseHeader(offset=offset).to_ext_fields())
 
     def search_offset_by_timestamp(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
-        h = SearchOffsetRequestHeader.from_ext_fields(request.ext_fields)
+        h = decode_header(SearchOffsetRequestHeader, request)
         offset = self._b.store.get_offset_in_queue_by_time(h.topic, h.queue_id, h.timestamp)
         return request.create_response(
             ResponseCode.SUCCESS, ext_fields=SearchOffsetResponseHeader(offset=offset).to_ext_fields())
 
     def get_earliest_msg_storetime(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
-        h = GetEarliestMsgStoretimeRequestHeader.from_ext_fields(request.ext_fields)
+        h = decode_header(GetEarliestMsgStoretimeRequestHeader, request)
         ts = self._b.store.get_earliest_message_time(h.topic, h.queue_id)
         return request.create_response(
             ResponseCode.SUCCESS,
             ext_fields=GetEarliestMsgStoretimeResponseHeader(timestamp=ts).to_ext_fields())
 
     def query_message(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
-        h = QueryMessageRequestHeader.from_ext_fields(request.ext_fields)
+        h = decode_header(QueryMessageRequestHeader, request)
         max_num = h.max_num
         if h.unique_key_query:
             max_num = self._b.store_config.default_query_max_num
@@ -98,7 +99,7 @@ class QueryProcessor:
                                        ext_fields=ext)
 
     def view_message_by_id(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
-        h = ViewMessageRequestHeader.from_ext_fields(request.ext_fields)
+        h = decode_header(ViewMessageRequestHeader, request)
         record = self._b.store.select_one_message_by_offset(h.offset)
         if record is None:
             return request.create_response(ResponseCode.SYSTEM_ERROR,

@@ -52,7 +52,7 @@ from aiorocketmq.protocol.codes import (
     TopicSysFlag,
 )
 from aiorocketmq.protocol.command import RemotingCommand
-from aiorocketmq.protocol.headers import ConsumerSendMsgBackRequestHeader
+from aiorocketmq.protocol.headers import ConsumerSendMsgBackRequestHeader, decode_header
 from aiorocketmq.protocol.message import MessageExt, encode_properties, socket_address_to_bytes
 from aiorocketmq.server.store.inner import MessageExtBrokerInner, PutMessageResult, PutMessageStatus
 
@@ -136,7 +136,7 @@ class SendBackProcessor:
 
     def consumer_send_msg_back(self, channel: Channel, request: RemotingCommand
                                ) -> RemotingCommand | Awaitable[RemotingCommand]:
-        header = ConsumerSendMsgBackRequestHeader.from_ext_fields(request.ext_fields)
+        header = decode_header(ConsumerSendMsgBackRequestHeader, request)
         b = self._b
         response = request.create_response(ResponseCode.SYSTEM_ERROR)
         group_cfg = b.subscription_groups.find(header.group)
