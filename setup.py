@@ -9,6 +9,10 @@ stored message records:
 * ``aiorocketmq.spark_sink._records`` (spark_sink/_records.c): the Spark source's pull
   bodies into Arrow buffers (``spark_sink/columnar.py``; tests/unit/test_spark_columnar.py).
 
+And the Spark source's pull frames both ways: ``aiorocketmq.spark_sink._pull``
+(spark_sink/_pull.c), a PULL_MESSAGE request as bytes and the four offsets of its answer
+(``spark_sink/pullwire.py``; tests/unit/test_spark_pullwire.py).
+
 And one walk of the broker's: ``aiorocketmq.server.store._units`` (server/store/_units.c),
 the consume-queue units of an unfiltered pull (``message_store.scan_units``;
 tests/unit/test_store_scan_units.py), and the store's put path: ``aiorocketmq.server.store._put``
@@ -30,6 +34,7 @@ _COMMON = {"include_dirs": ["protocol"], "depends": ["protocol/_stored_record.h"
 setup(ext_modules=[
     Extension("aiorocketmq.protocol._message", ["protocol/_message.c"], **_COMMON),
     Extension("aiorocketmq.spark_sink._records", ["spark_sink/_records.c"], **_COMMON),
+    Extension("aiorocketmq.spark_sink._pull", ["spark_sink/_pull.c"], **_COMMON),
     Extension("aiorocketmq.server.store._units", ["server/store/_units.c"], **_COMMON),
     Extension("aiorocketmq.protocol._command", ["protocol/_command.c"], **_COMMON),
     Extension("aiorocketmq.server.store._put", ["server/store/_put.c"], libraries=["z"],

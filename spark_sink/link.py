@@ -16,8 +16,11 @@ Contract:
   tasks keep no state between calls.
 * ``range_reader`` pulls exactly ``[start, end)`` of one queue with non-suspending pulls
   (PullSysFlag SUBSCRIPTION only: no COMMIT_OFFSET bit, so nothing is stored on the
-  broker), ``pipeline`` windows of ``batch`` offsets in flight at once (``RangeReader``),
-  and hands back the undecoded bodies in queue-offset order. Data loss (the queue's min
+  broker), ``pipeline`` windows of ``batch`` offsets in flight at once, and hands back the
+  undecoded bodies in queue-offset order: by default on a connection of its own with the
+  pulls as bytes (``pullwire.StreamRangeReader``, ROCKETMQ headers, the C codec
+  ``_pull`` where built), else through ``MQClientAPI.pull_message`` on the link's channel
+  (``RangeReader``; ``own_connection=False``), the same statuses either way. Data loss (the queue's min
   offset moved past what the range needs, or its max offset fell below it) raises
   ``DataLossError`` naming the queue when ``fail_on_data_loss``, else skips what is gone
   and logs ``spark.data_loss``.
@@ -77,6 +80,7 @@ from aiorocketmq.protocol.routine import cancel_and_wait
 
 from .offsets import DataLossError, QueueKey
 from .options import TlsOptions, client_config
+from .pullwire import PullTemplate, StreamRangeReader
 from .rows import ARROW_BATCH_ROWS
 
 PulledWindow = tuple[bytes, int]  # a pull body (stored records) and its window's end
@@ -88,7 +92,7 @@ log = get_logger("aiorocketmq.spark")
 
 T = TypeVar("T")
 
-RAW_PIPELINE = 16  # for RangeReader: 16 x 32 stored records, at most 16 x 256 KiB from a broker
+RAW_PIPELINE = 32  # windows in flight per range: 32 x 32 stored records, at most 32 x 256 KiB from a broker
 QUERY_MAX_NUM = 64  # QUERY_MESSAGE answers at most this many (upstream maxMsgsNumBatch)
 _HEARTBEAT_INTERVAL = 20.0  # seconds; the broker drops a client silent for 120 s (6.3)
 _SYSTEM_TOPIC = re.compile(r"^(%RETRY%|%DLQ%|rmq_sys_|RMQ_SYS_)|^(TBW102|SCHEDULE_TOPIC_XXXX|"
@@ -392,15 +396,32 @@ class RocketMQLink:
     async def range_reader(self, addr: str, key: QueueKey, start: int, end: int, *,
                            group: str, sub_expression: str, batch: int,
                            fail_on_data_loss: bool, pipeline: int = RAW_PIPELINE,
-                           expression_type: str = "TAG") -> RangeReader:
-        """A ``RangeReader`` of ``[start, end)`` (undecoded bodies, pulls kept in flight).
-        The min offset is checked first so that a range starting below it is reported (or
-        skipped) before any pull."""
+                           expression_type: str = "TAG", own_connection: bool = True
+                           ) -> RangeReader | StreamRangeReader:
+        """A reader of ``[start, end)`` (undecoded bodies, pulls kept in flight): by default
+        a ``pullwire.StreamRangeReader`` on a connection of its own (pull frames as bytes,
+        C where built); with ``own_connection=False`` a ``RangeReader`` whose pulls go
+        through ``MQClientAPI.pull_message`` on the link's shared channel. The min offset
+        is checked first so that a range starting below it is reported (or skipped)
+        before any pull."""
         subscription = build_subscription_data(key.topic, sub_expression, expression_type)
         min_offset = await self.api.get_min_offset(addr, _mq(key), self.timeout)
         if start < min_offset:
             start = self._lost(key, start, min(min_offset, end), fail_on_data_loss,
                                f"below the queue's min offset {min_offset}")
+        if own_connection:
+            template = PullTemplate(PullMessageRequestHeader(
+                consumer_group=group, topic=key.topic, queue_id=key.queue_id, queue_offset=0,
+                max_msg_nums=0, sys_flag=PullSysFlag.SUBSCRIPTION, commit_offset=0,
+                suspend_timeout_millis=0, subscription=subscription.sub_string,
+                sub_version=0, expression_type=subscription.expression_type,
+                bname=key.broker_name))
+            reader = StreamRangeReader(addr, key, start, end, template=template, batch=batch,
+                                       pipeline=pipeline, timeout=self.timeout, lost=self._lost,
+                                       fail_on_data_loss=fail_on_data_loss,
+                                       hook=self.remoting.rpc_hook)
+            await reader.open(self.remoting.ssl, self.remoting.connect_timeout)
+            return reader
 
         def pull(s: int, e: int) -> Awaitable[list[PulledWindow]]:
             return self.read_window_raw(addr, key, s, e, group=group, subscription=subscription,

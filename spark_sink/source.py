@@ -33,7 +33,7 @@ Contract (PySpark Python Data Source API, ``pyspark.sql.datasource``):
   since PySpark refuses a reader with ``pushFilters`` while the setting is off.
 * Executor side, ``read(partition)`` opens its own ``BlockingLink``, pulls exactly the
   partition's ``[start, end)`` (no commits, no group membership: replay is exact) and
-  yields one ``pyarrow.RecordBatch`` per ``link.RangeReader`` chunk (``rows.ARROW_BATCH_ROWS``
+  yields one ``pyarrow.RecordBatch`` per range reader chunk (``rows.ARROW_BATCH_ROWS``
   offsets, or 8 MiB of pulled records), decoded straight from the pull bodies
   (``columnar``) while the next chunk is being pulled; with
   bodyFormat msgpack or json their bodies are decoded into bodySchema's columns
@@ -97,6 +97,7 @@ from .offsets import (
 )
 from .options import SourceOptions, TlsOptions, parse_sink_options, parse_source_options
 from .planning import QueueRange, backlog, byte_limit, plan_ranges, rate_limit, should_wait
+from .pullwire import StreamRangeReader
 from .pushdown import Pushdown, push_filters
 from .rows import source_columns, source_schema, with_body_fields
 
@@ -182,7 +183,7 @@ def read_partition(partition: QueueRangePartition) -> Iterator[pa.RecordBatch]:
                         first_reason=decoder.first_reason)
 
 
-async def _close_reader(reader: RangeReader) -> None:
+async def _close_reader(reader: RangeReader | StreamRangeReader) -> None:
     reader.close()
 
 

@@ -29,7 +29,7 @@ _CHOICES = """
 import json
 from aiorocketmq.protocol import command, message
 from aiorocketmq.server.store import message_store
-from aiorocketmq.spark_sink import columnar
+from aiorocketmq.spark_sink import columnar, pullwire
 import aiorocketmq
 print(json.dumps({
     "switch": aiorocketmq.NO_EXTENSIONS,
@@ -37,6 +37,7 @@ print(json.dumps({
     "message": message._decode_records is not None,
     "units": message_store._scan_units is not message_store.scan_units,
     "records": columnar.NATIVE,
+    "pull": pullwire.NATIVE,
 }))
 """
 
