@@ -265,9 +265,19 @@ class BrokerStatsManager:
             self._add(TOPIC_PUT_SIZE, topic, size, now)
             self._add(BROKER_PUT_NUMS, self.cluster_name, msg_num, now)
         else:
-            nums.add(msg_num, 1, now)
-            sizes.add(size, 1, now)
-            broker.add(msg_num, 1, now)
+            # StatsItem.add of each, inlined (three calls less per stored send).
+            if now >= nums._due:
+                nums._roll(now)
+            nums.value += msg_num
+            nums.times += 1
+            if now >= sizes._due:
+                sizes._roll(now)
+            sizes.value += size
+            sizes.times += 1
+            if now >= broker._due:
+                broker._roll(now)
+            broker.value += msg_num
+            broker.times += 1
         self._put_times.total += msg_num
         self.put_message_size_total += size
 

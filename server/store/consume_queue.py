@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import struct
+import time
 from collections.abc import Callable
 
 from .config import CQ_STORE_UNIT_SIZE
@@ -29,6 +30,8 @@ __all__ = ["ConsumeQueue", "ConsumeQueueGapError", "CQ_STORE_UNIT_SIZE", "CQ_UNI
 
 CQ_UNIT = struct.Struct(">qiq")
 _pack_unit = CQ_UNIT.pack
+_pack_unit_into = CQ_UNIT.pack_into
+_time = time.time
 _unpack_unit = CQ_UNIT.unpack_from
 _ZERO_UNIT = bytes(CQ_STORE_UNIT_SIZE)
 _BLANK_UNIT = _pack_unit(0, 0x7FFFFFFF, 0)
@@ -194,8 +197,24 @@ class ConsumeQueue:
         if phy_offset + size <= self.max_physic_offset:
             return True
         expect = cq_offset * CQ_STORE_UNIT_SIZE
-        mf = self.mfq.get_last_mapped_file(expect)
-        assert mf is not None
+        files = self.mfq.files
+        if files:
+            # The usual unit: the next one of the segment being written, its blocks already
+            # reserved (``reserve`` ran before the record was appended). What
+            # ``MappedFile.append`` does, packed straight into the mapping.
+            mf = files[-1]
+            pos = mf.wrote_position
+            end = pos + CQ_STORE_UNIT_SIZE
+            if (mf.file_from_offset + pos == expect and end <= mf.allocated
+                    and end <= mf.file_size and not (mf.first_create_in_queue and pos == 0)):
+                self.max_physic_offset = phy_offset + size
+                _pack_unit_into(mf.mm, pos, phy_offset, size, tags_code)
+                mf.wrote_position = end
+                mf.last_modified_ms = int(_time() * 1000)
+                return True
+        last = self.mfq.get_last_mapped_file(expect)
+        assert last is not None
+        mf = last
         if mf.first_create_in_queue and cq_offset != 0 and mf.wrote_position == 0:
             self.min_logic_offset = expect
             self.mfq.flushed_where = mf.file_from_offset

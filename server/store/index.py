@@ -415,7 +415,14 @@ class IndexService:
             return
         self.last_indexed_offset = phy_offset
         if uniq_key:
-            self._put(build_key(topic, uniq_key), phy_offset, store_timestamp)
+            # _put(build_key(...)) inlined for the usual key, the UNIQ_KEY: the current file
+            # takes it unless it is full, then _put opens the next one.
+            key = topic + "#" + uniq_key
+            files = self.files
+            f = files[-1] if files else None
+            if f is None or f.index_count >= f.index_num \
+                    or not f.put_key(key, phy_offset, store_timestamp):
+                self._put(key, phy_offset, store_timestamp)
         if keys:
             for k in keys.split(" "):
                 if k:

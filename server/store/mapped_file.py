@@ -394,7 +394,8 @@ class MappedFileQueue:
         Lets a writer fail with OSError before it writes anything, instead of half-way.
         The segments join the stream when ``get_last_mapped_file`` reaches them.
         """
-        last = self.last
+        files = self.files
+        last = files[-1] if files else None
         if (last is not None and not self.spares
                 and end_offset <= last.file_from_offset + last.allocated):
             return  # the common case: room reserved in the segment being written
@@ -416,8 +417,9 @@ class MappedFileQueue:
 
     def get_last_mapped_file(self, start_offset: int = 0, *, create: bool = True) -> MappedFile | None:
         """The segment to append to: the last one, or a new one when it is full or absent."""
-        last = self.last
-        if last is not None and not last.is_full:
+        files = self.files
+        last = files[-1] if files else None
+        if last is not None and last.wrote_position < last.file_size:  # not last.is_full
             return last
         if not create:
             return last

@@ -529,8 +529,11 @@ class MessageStore:
         """Create every file the append and its dispatch will need. Raises OSError."""
         tx = inner.sys_flag & 0xC
         if tx != _PREPARED and tx != _ROLLBACK:
-            cq = self.find_or_create_consume_queue(inner.topic, inner.queue_id)
-            cq.reserve(self.commit_log.next_queue_offset(inner.topic, inner.queue_id), count)
+            key = (inner.topic, inner.queue_id)
+            cq = self.consume_queue_table.get(key)
+            if cq is None:
+                cq = self.find_or_create_consume_queue(inner.topic, inner.queue_id)
+            cq.reserve(self.commit_log.topic_queue_table.get(key, 0), count)  # next_queue_offset
         if self.index is not None and tx != _ROLLBACK:
             self.index.ensure_capacity(n_keys)
 
@@ -624,7 +627,10 @@ class MessageStore:
         commit_log = self.commit_log
         commit_log.apply_delay(inner)
         try:
-            self._reserve(inner, 1, self._key_count(inner.properties))
+            props = inner.properties
+            keys = props.get(_KEYS)  # _key_count inlined
+            self._reserve(inner, 1, (1 if props.get(_UNIQ) else 0)
+                          + (sum(1 for k in keys.split(" ") if k) if keys else 0))
             result = commit_log.append(inner)
         except OSError as exc:
             return self._append_failed(exc, inner)

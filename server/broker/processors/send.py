@@ -309,11 +309,18 @@ class SendMessageProcessor:
             return _fail_response(response, ResponseCode.NO_PERMISSION,
                                   f"the broker[{self._b.config.broker_ip1}] sending transaction "
                                   "message is forbidden")
+        # _sys_flag, _born_host and store_host inlined for their usual case (calls per send).
+        sys_flag = header.sys_flag
+        if tc.topic_filter_type == "MULTI_TAG":
+            sys_flag |= MessageSysFlag.MULTI_TAGS_FLAG
+        born_host = channel.attrs.get(_BORN_HOST)
+        if born_host is None:
+            born_host = _born_host(channel)
         inner = MessageExtBrokerInner(
             topic=header.topic, queue_id=queue_id, body=bytes(request.body or b""),
             flag=header.flag, properties=props, properties_string=stored,
-            sys_flag=self._sys_flag(header, tc), born_timestamp=header.born_timestamp,
-            born_host=_born_host(channel), store_host=self.store_host,
+            sys_flag=sys_flag, born_timestamp=header.born_timestamp,
+            born_host=born_host, store_host=self._store_host or self.store_host,
             reconsume_times=header.reconsume_times or 0)
         ctx = SendContext(channel, request, header, tc, inner, queue_id, response)
         for hook in self.hooks:
