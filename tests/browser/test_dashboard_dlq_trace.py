@@ -20,12 +20,12 @@ import pytest
 
 from aiorocketmq.client.admin.api import MQAdmin
 from aiorocketmq.client.producer import Producer
-from aiorocketmq.client.push_consumer import ConsumeConcurrentlyStatus, PushConsumer
-from aiorocketmq.client.sync import LoopThread
+from aiorocketmq.client.push_consumer import PushConsumer
 from aiorocketmq.protocol.bodies import MessageQueue, SubscriptionGroupConfig, TopicConfig
-from aiorocketmq.protocol.message import Message, MessageExt
+from aiorocketmq.protocol.message import Message
 from tests.browser.conftest import expect, running_dashboard
 from tests.browser.http import Http
+from tests.browser.workload import ConsumerThread
 from tests.procs import ServerProcess, namesrv_and_broker
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration, pytest.mark.timeout(180)]
@@ -37,17 +37,14 @@ SENT = 4
 DEAD = 3
 
 
-class DeadLetters(LoopThread):
+class DeadLetters(ConsumerThread):
     """See the module docstring; ``sent`` are the send results, ``started_ms`` before them."""
 
     def __init__(self, namesrv_addr: str) -> None:
-        super().__init__("dlq-workload")
-        self.namesrv_addr = namesrv_addr
+        super().__init__("dlq-workload", namesrv_addr)
         self.sent_ids: list[str] = []
         self.dead_ids: list[str] = []
         self.started_ms = 0
-        self.consumed: list[MessageExt] = []
-        self.consumer: PushConsumer | None = None
 
     async def _aopen(self) -> None:
         async with MQAdmin(self.namesrv_addr) as admin:
@@ -72,19 +69,6 @@ class DeadLetters(LoopThread):
         self.consumer.subscribe(TOPIC, "*")
         self.consumer.register_message_listener(self._on_messages)
         await self.consumer.start()
-
-    @property
-    def consumer_client_id(self) -> str:
-        assert self.consumer is not None and self.consumer.instance is not None
-        return self.consumer.instance.client_id
-
-    def _on_messages(self, msgs: list[MessageExt], _ctx: object) -> ConsumeConcurrentlyStatus:
-        self.consumed.extend(msgs)
-        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
-
-    async def _aclose(self) -> None:
-        if self.consumer is not None:
-            await self.consumer.shutdown()
 
 
 @pytest.fixture(scope="module")

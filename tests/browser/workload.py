@@ -46,16 +46,37 @@ def order_body(i: int) -> bytes:
     return json.dumps({"order": i, "item": f"widget-{i}", "amount": i * 10}).encode()
 
 
-class Workload(LoopThread):
+class ConsumerThread(LoopThread):
+    """A loop thread whose ``_aopen`` starts ``consumer``, a push consumer whose listener is
+    ``_on_messages`` (it keeps what it was given in ``consumed``); shut down on close."""
+
+    def __init__(self, name: str, namesrv_addr: str) -> None:
+        super().__init__(name)
+        self.namesrv_addr = namesrv_addr
+        self.consumed: list[MessageExt] = []
+        self.consumer: PushConsumer | None = None
+
+    @property
+    def consumer_client_id(self) -> str:
+        assert self.consumer is not None and self.consumer.instance is not None
+        return self.consumer.instance.client_id
+
+    def _on_messages(self, msgs: list[MessageExt], _ctx: object) -> ConsumeConcurrentlyStatus:
+        self.consumed.extend(msgs)
+        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+    async def _aclose(self) -> None:
+        if self.consumer is not None:
+            await self.consumer.shutdown()
+
+
+class Workload(ConsumerThread):
     """See the module docstring; ``started_ms`` is when the first order was sent."""
 
     def __init__(self, namesrv_addr: str) -> None:
-        super().__init__("dashboard-workload")
-        self.namesrv_addr = namesrv_addr
+        super().__init__("dashboard-workload", namesrv_addr)
         self.started_ms = 0
-        self.consumed: list[MessageExt] = []
         self.producer: Producer | None = None
-        self.consumer: PushConsumer | None = None
 
     async def _aopen(self) -> None:
         async with MQAdmin(self.namesrv_addr) as admin:
@@ -87,21 +108,11 @@ class Workload(LoopThread):
             await self.producer.send(Message(LIVE_TOPIC, f"live-{i}".encode(), keys=f"live-{i}"))
 
     @property
-    def consumer_client_id(self) -> str:
-        assert self.consumer is not None and self.consumer.instance is not None
-        return self.consumer.instance.client_id
-
-    @property
     def producer_client_id(self) -> str:
         assert self.producer is not None
         return self.producer.instance.client_id
 
-    def _on_messages(self, msgs: list[MessageExt], _ctx: object) -> ConsumeConcurrentlyStatus:
-        self.consumed.extend(msgs)
-        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
-
     async def _aclose(self) -> None:
-        if self.consumer is not None:
-            await self.consumer.shutdown()
+        await super()._aclose()
         if self.producer is not None:
             await self.producer.shutdown()
