@@ -15,8 +15,8 @@ Contract:
   the reference (the C answers None wherever it is not sure to agree with it);
   ``AIOROCKETMQ_NO_EXTENSIONS=1`` selects the Python pair.
 * ``PullStream`` is an asyncio protocol on one TCP (or TLS) connection to a broker, owned
-  by one ``StreamRangeReader``: it writes the frames of a refill in one write and hands
-  each answer to the reader by opaque. With ACL credentials each request goes through
+  by one ``StreamRangeReader``, which writes the pulls it makes in one loop iteration in
+  one write; the stream hands each answer to the reader by opaque. With ACL credentials each request goes through
   ``RemotingCommand`` and the client's RPC hook (the signature covers the offsets), then
   out on the same connection.
 * ``StreamRangeReader`` is ``link.RangeReader``'s contract (``next()`` / ``close()``) on a
@@ -281,6 +281,8 @@ class StreamRangeReader:
         self._error: BaseException | None = None
         self._waiter: asyncio.Future[None] | None = None
         self._closed = False
+        self._out: list[bytes] = []
+        self._flush_scheduled = False
         self.stream: PullStream | None = None
 
     async def open(self, ssl: ssl_module.SSLContext | None, connect_timeout: float) -> None:
@@ -321,6 +323,19 @@ class StreamRangeReader:
             self._send(frames)
 
     def _send(self, frames: list[bytes]) -> None:
+        # Queued, and written once at the end of this loop iteration: the refills of every
+        # window the reader takes in one pass (and the re-pulls of the answers read in one
+        # read) leave in one write(2).
+        self._out += frames
+        if not self._flush_scheduled:
+            self._flush_scheduled = True
+            asyncio.get_running_loop().call_soon(self._flush)
+
+    def _flush(self) -> None:
+        self._flush_scheduled = False
+        frames, self._out = self._out, []
+        if not frames or self._closed or self._error is not None:
+            return
         stream = self.stream
         transport = None if stream is None else stream.transport
         if transport is None:
