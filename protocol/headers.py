@@ -19,7 +19,9 @@ Contract (docs/PROTOCOL.md 2.6, upstream ``RemotingCommand.decodeCommandCustomHe
   ``HeaderError("the custom field <consumerGroup> is null")``, upstream's text. An
   unparsable number raises ``HeaderError`` naming the field and the value. Upstream
   4.9.x logs both and carries on with a null field, which later fails as an NPE and a
-  ``SYSTEM_ERROR`` response; we fail at the edge with the reason instead.
+  ``SYSTEM_ERROR`` response; we fail at the edge with the reason instead. Where the
+  stock handler answers a null field otherwise (the ACL admin headers), the field is
+  optional here and the handler answers as stock does.
 * Keys the class does not declare (ACL ``AccessKey``/``Signature``, ``ReqT``,
   ``TRACE_ON``, ``MSG_REGION``, ...) are kept in ``extra`` in arrival order and written
   back after the declared fields; a declared field wins over an ``extra`` entry of the
@@ -1248,11 +1250,21 @@ class ResumeCheckHalfMessageRequestHeader(CommandHeader):
     msg_id: str | None = None
 
 
+# The ACL admin headers (50, 51, 53) declare no required field. Upstream marks
+# ``accessKey`` / ``globalWhiteAddrs`` / ``aclFileFullPath`` @CFNotNull, but 4.9.7's
+# decodeCommandCustomHeader only logs a missing one and leaves it null; the stock broker
+# then answers from its PlainPermissionManager: 50 and 51 their FAILED code and remark
+# with the key shown as "null", 53 its FAILED code without the list, and 53 without a
+# path updates the default plain_acl.yml (what ``mqadmin updateGlobalWhiteAddr`` sends
+# without ``-p``). Refusing them at the decoder would answer SYSTEM_ERROR instead.
+
+
 @command_header
 class CreateAccessConfigRequestHeader(CommandHeader):
-    """UPDATE_AND_CREATE_ACL_CONFIG (50)."""
+    """UPDATE_AND_CREATE_ACL_CONFIG (50). ``admin`` is ``Boolean.parseBoolean`` of the raw
+    value: case-insensitive ``"true"``, nothing trimmed (``" true"`` is not an admin)."""
 
-    access_key: str
+    access_key: str | None = None
     secret_key: str | None = None
     white_remote_address: str | None = None
     admin: bool = False
@@ -1266,15 +1278,16 @@ class CreateAccessConfigRequestHeader(CommandHeader):
 class DeleteAccessConfigRequestHeader(CommandHeader):
     """DELETE_ACL_CONFIG (51)."""
 
-    access_key: str
+    access_key: str | None = None
 
 
 @command_header
 class UpdateGlobalWhiteAddrsConfigRequestHeader(CommandHeader):
-    """UPDATE_GLOBAL_WHITE_ADDRS_CONFIG (53)."""
+    """UPDATE_GLOBAL_WHITE_ADDRS_CONFIG (53). ``acl_file_full_path`` ``None`` or empty: the
+    broker's default plain_acl.yml."""
 
-    global_white_addrs: str
-    acl_file_full_path: str
+    global_white_addrs: str | None = None
+    acl_file_full_path: str | None = None
 
 
 @command_header

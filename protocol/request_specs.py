@@ -14,8 +14,8 @@ handles or knows the header of:
   ``request.header`` (``protocol.validation.guard``), and the handler reads it with
   ``headers.decode_header``; a bad header is answered there (SYSTEM_ERROR, the decoder's
   remark). False where the handler decodes the header its own way: the sends and the
-  reply sends (the send path's fast decoder) and the ACL admin codes (fields read by
-  name). ``edge_header(spec)`` is the class the edge decodes, or ``None``;
+  reply sends (the send path's fast decoder). ``edge_header(spec)`` is the class the edge
+  decodes, or ``None``;
 * ``body``: what the request body carries: a ``protocol/bodies.py`` class (JSON), or one
   of ``MESSAGE`` (a message's bytes), ``BATCH`` (batched messages), ``PROPERTIES``
   (``key=value`` lines), ``RAW`` (bytes handed on unread); ``None`` for no body;
@@ -376,14 +376,12 @@ _SPECS: tuple[RequestSpec, ...] = (
     RequestSpec(RC.GET_ALL_DELAY_OFFSET, (_SCHEDULE,)),
     RequestSpec(RC.QUERY_CONSUME_QUEUE, (_ADMIN_BROKER,), QueryConsumeQueueRequestHeader),
     # -- broker: ACL administration (docs/PROTOCOL.md 13.4) --------------------------------
-    RequestSpec(RC.UPDATE_AND_CREATE_ACL_CONFIG, (_ACL_ADMIN,), CreateAccessConfigRequestHeader,
-                edge_decodes=False),
-    RequestSpec(RC.DELETE_ACL_CONFIG, (_ACL_ADMIN,), DeleteAccessConfigRequestHeader,
-                edge_decodes=False),
+    RequestSpec(RC.UPDATE_AND_CREATE_ACL_CONFIG, (_ACL_ADMIN,), CreateAccessConfigRequestHeader),
+    RequestSpec(RC.DELETE_ACL_CONFIG, (_ACL_ADMIN,), DeleteAccessConfigRequestHeader),
     RequestSpec(RC.GET_BROKER_CLUSTER_ACL_INFO, (_ACL_ADMIN,), None,
                 GetBrokerAclConfigResponseHeader),
     RequestSpec(RC.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG, (_ACL_ADMIN,),
-                UpdateGlobalWhiteAddrsConfigRequestHeader, edge_decodes=False),
+                UpdateGlobalWhiteAddrsConfigRequestHeader),
     RequestSpec(RC.GET_BROKER_CLUSTER_ACL_CONFIG, (_ACL_ADMIN,)),
     # -- broker codes known by their header, not handled yet -------------------------------
     RequestSpec(RC.RESUME_CHECK_HALF_MESSAGE, (), ResumeCheckHalfMessageRequestHeader),

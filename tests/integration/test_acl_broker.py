@@ -273,3 +273,52 @@ async def test_acl_admin_api(cluster: tuple[ServerProcess, ServerProcess]) -> No
             await acl_admin.update_acl_config(admin, br.address,
                                               PlainAccessConfig(access_key="short", secret_key="s"))
         assert err.value.code == ResponseCode.UPDATE_AND_CREATE_ACL_CONFIG_FAILED
+
+
+async def test_acl_admin_headers_answered_as_stock(
+        cluster: tuple[ServerProcess, ServerProcess], acl_home: Path) -> None:
+    """Codes 50 / 51 / 53 with a field missing, and an ``admin`` of " true": the answers a
+    stock 4.9.7 broker gives (tests/interop/test_stock_acl.py runs both side by side).
+    Stock's header decoder lets a missing @CFNotNull field through as null, its handlers
+    then fail with their own code and remark; ``admin`` is ``Boolean.parseBoolean``."""
+    ns, br = cluster
+    signer = AclClientRPCHook(SessionCredentials("rocketmq2", "12345678"))
+
+    async def ask(code: int, ext: dict[str, str],
+                  hook: AclClientRPCHook = signer) -> tuple[int, str | None]:
+        r = await _raw(br, RemotingCommand.create_request(code, ext_fields=ext), hook)
+        return r.code, r.remark
+
+    assert await ask(RequestCode.UPDATE_AND_CREATE_ACL_CONFIG, {"secretKey": "12345678"}) == (
+        ResponseCode.UPDATE_AND_CREATE_ACL_CONFIG_FAILED,
+        "The accessKey=null and secretKey=12345678 cannot be null and length should longer "
+        "than 6")
+    assert await ask(RequestCode.DELETE_ACL_CONFIG, {}) == (
+        ResponseCode.DELETE_ACL_CONFIG_FAILED,
+        "The accesskey[null] corresponding to accessConfig has been deleted failed.")
+    assert await ask(RequestCode.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG, {}) == (
+        ResponseCode.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG_FAILED,
+        "The globalWhiteAddresses[null] has been updated failed.")
+    # without aclFileFullPath (mqadmin updateGlobalWhiteAddr without -p): the default file
+    path = acl_home / "conf" / "plain_acl.yml"
+    assert await ask(RequestCode.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG,
+                     {"globalWhiteAddrs": "10.10.103.*,10.10.108.*"}) == (
+        ResponseCode.SUCCESS, None)
+    assert yaml.safe_load(path.read_text())["globalWhiteRemoteAddresses"] == [
+        "10.10.103.*", "10.10.108.*"]
+    # " true" is not "true": the account is created, but not as an admin
+    assert await ask(RequestCode.UPDATE_AND_CREATE_ACL_CONFIG, {
+        "accessKey": "Padded01", "secretKey": "12345678", "admin": " true"}) == (
+        ResponseCode.SUCCESS, None)
+    accounts = {a["accessKey"]: a for a in yaml.safe_load(path.read_text())["accounts"]}
+    assert accounts["Padded01"]["admin"] is False
+    code, remark = await ask(RequestCode.UPDATE_AND_CREATE_TOPIC, {
+        "topic": "MadeByPadded", "defaultTopic": "TBW102", "readQueueNums": "4",
+        "writeQueueNums": "4", "perm": "6", "topicFilterType": "SINGLE_TAG",
+        "topicSysFlag": "0", "order": "false"},
+        AclClientRPCHook(SessionCredentials("Padded01", "12345678")))
+    assert (code, (remark or "").startswith(
+        f"{EXC}: Need admin permission for request code=17, but accessKey=Padded01 is not, ")
+            ) == (ResponseCode.SYSTEM_ERROR, True), remark
+    assert await ask(RequestCode.DELETE_ACL_CONFIG, {"accessKey": "Padded01"}) == (
+        ResponseCode.SUCCESS, None)

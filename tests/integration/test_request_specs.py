@@ -169,6 +169,8 @@ async def test_broker_edge_decodes_each_header_once(tmp_path: Path,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     codes = _edge_decoded(broker_specs())
     assert RequestCode.PULL_MESSAGE in codes and RequestCode.SEND_MESSAGE_V2 not in codes
+    assert {RequestCode.UPDATE_AND_CREATE_ACL_CONFIG, RequestCode.DELETE_ACL_CONFIG,
+            RequestCode.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG} <= codes.keys()
     calls = _count_decodes(monkeypatch, set(codes.values()))
     broker = _broker(tmp_path, "broker-edge")
     try:

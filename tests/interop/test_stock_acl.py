@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -225,3 +226,74 @@ async def test_our_client_with_acl_against_the_stock_broker(
                 await producer.send(Message("AclTopic", b"nope"))
     finally:
         await consumer.shutdown()
+
+
+def _acl_admin(code: int, ext: dict[str, str]) -> RemotingCommand:
+    return RemotingCommand.create_request(code, ext_fields=dict(ext))
+
+
+# (case name, request code, header fields; "{default}" is the broker's own plain_acl.yml),
+# sent in this order: ACL administration with fields missing or odd, which stock 4.9.7's
+# header decoder lets through (it logs a missing @CFNotNull field and carries on).
+ADMIN_CASES: list[tuple[str, int, dict[str, str]]] = [
+    ("create, no accessKey", RequestCode.UPDATE_AND_CREATE_ACL_CONFIG, {"secretKey": "12345678"}),
+    ("create, no fields", RequestCode.UPDATE_AND_CREATE_ACL_CONFIG, {}),
+    ("delete, no accessKey", RequestCode.DELETE_ACL_CONFIG, {}),
+    ("white list, no globalWhiteAddrs", RequestCode.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG,
+     {"aclFileFullPath": "{default}"}),
+    ("white list, no aclFileFullPath", RequestCode.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG,
+     {"globalWhiteAddrs": "10.10.104.*"}),
+    ("white list, empty aclFileFullPath", RequestCode.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG,
+     {"globalWhiteAddrs": "10.10.105.*,10.10.106.*", "aclFileFullPath": ""}),
+    ("white list, the default file named", RequestCode.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG,
+     {"globalWhiteAddrs": "10.10.107.*", "aclFileFullPath": "{default}"}),
+    ("create, admin ' true'", RequestCode.UPDATE_AND_CREATE_ACL_CONFIG,
+     {"accessKey": "Padded01", "secretKey": "12345678", "admin": " true"}),
+    ("create, admin 'TRUE'", RequestCode.UPDATE_AND_CREATE_ACL_CONFIG,
+     {"accessKey": "Upper001", "secretKey": "12345678", "admin": "TRUE"}),
+    ("create, admin 'yes'", RequestCode.UPDATE_AND_CREATE_ACL_CONFIG,
+     {"accessKey": "Yes00001", "secretKey": "12345678", "admin": "yes"}),
+    ("delete, accessKey ' Upper001'", RequestCode.DELETE_ACL_CONFIG, {"accessKey": " Upper001"}),
+    ("padded account creates a topic", RequestCode.UPDATE_AND_CREATE_TOPIC, {}),
+]
+
+
+async def test_acl_admin_answers_match_the_stock_broker(
+        tmp_path: Path, stock_namesrv: Callable[..., JavaServer],
+        stock_broker: Callable[..., JavaServer]) -> None:
+    """Codes 50 / 51 / 53 with fields missing, an ``admin`` that is not exactly "true" and
+    keys with spaces: the same answers from a stock broker and ours (each on its own copy
+    of plain_acl.yml), and afterwards the same white list and admin flags."""
+    stock_home = _write_acl(tmp_path)
+    stock = stock_broker(stock_namesrv().address, conf={"aclEnable": "true"})
+    our_home = _write_acl(tmp_path / "ours")
+    ns, ours = _our_cluster(tmp_path / "ours", our_home)
+    try:
+        answers: dict[str, list[tuple[str, int, str | None]]] = {}
+        for addr, home in ((stock.address, stock_home), (ours.address, our_home)):
+            default = str(home / "conf" / "plain_acl.yml")
+            got = answers[addr] = []
+            for name, code, ext in ADMIN_CASES:
+                if code == RequestCode.UPDATE_AND_CREATE_TOPIC:
+                    r = await _ask(addr, _create_topic("MadeByPadded"),
+                                   SessionCredentials("Padded01", "12345678"))
+                else:
+                    fields = {k: default if v == "{default}" else v for k, v in ext.items()}
+                    r = await _ask(addr, _acl_admin(code, fields), ADMIN)
+                got.append((name, r.code, r.remark))
+        assert answers[ours.address] == answers[stock.address]
+        configs = {}
+        for addr in (stock.address, ours.address):
+            r = await _ask(addr, RemotingCommand.create_request(
+                RequestCode.GET_BROKER_CLUSTER_ACL_CONFIG), ADMIN)
+            assert r.code == ResponseCode.SUCCESS, (addr, r.remark)
+            body = json.loads(bytes(r.body or b"{}"))
+            configs[addr] = (body["globalWhiteAddrs"],
+                             sorted((a["accessKey"], a.get("admin"))
+                                    for a in body["plainAccessConfigs"]))
+        assert configs[ours.address] == configs[stock.address]
+        assert ("Padded01", False) in configs[stock.address][1]
+    finally:
+        ours.stop()
+        ns.stop()
+        print(f"---- our broker ----\n{ours.log_tail(40)}")

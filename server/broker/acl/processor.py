@@ -1,14 +1,21 @@
 """The ACL admin requests, as the ACL part of upstream ``AdminBrokerProcessor`` (4.9.7).
 
-* UPDATE_AND_CREATE_ACL_CONFIG (50): header ``accessKey`` (required), ``secretKey``,
-  ``whiteRemoteAddress``, ``admin``, ``defaultTopicPerm``, ``defaultGroupPerm``,
-  ``topicPerms`` / ``groupPerms`` (comma lists). SUCCESS, or
-  UPDATE_AND_CREATE_ACL_CONFIG_FAILED (209) with the error's message as remark.
+* UPDATE_AND_CREATE_ACL_CONFIG (50): header ``accessKey``, ``secretKey``,
+  ``whiteRemoteAddress``, ``admin`` (``Boolean.parseBoolean``, untrimmed),
+  ``defaultTopicPerm``, ``defaultGroupPerm``, ``topicPerms`` / ``groupPerms`` (comma
+  lists). SUCCESS, or UPDATE_AND_CREATE_ACL_CONFIG_FAILED (209) with the error's message
+  as remark (no ``accessKey``: ``The accessKey=null and secretKey=...``).
 * DELETE_ACL_CONFIG (51): ``accessKey``. SUCCESS, or DELETE_ACL_CONFIG_FAILED (210) with
-  ``The accesskey[<ak>] corresponding to accessConfig has been deleted failed.``
+  ``The accesskey[<ak>] corresponding to accessConfig has been deleted failed.`` (``null``
+  when absent).
 * UPDATE_GLOBAL_WHITE_ADDRS_CONFIG (53): ``globalWhiteAddrs`` (comma list),
-  ``aclFileFullPath`` (optional). SUCCESS, or UPDATE_GLOBAL_WHITE_ADDRS_CONFIG_FAILED (211)
-  with ``The globalWhiteAddresses[<list>] has been updated failed.``
+  ``aclFileFullPath`` (absent or empty: the default plain_acl.yml). SUCCESS, or
+  UPDATE_GLOBAL_WHITE_ADDRS_CONFIG_FAILED (211) with
+  ``The globalWhiteAddresses[<list>] has been updated failed.`` (``null`` when absent).
+
+The server's edge decodes the headers of 50, 51 and 53 (``headers.decode_header``). None
+of their fields is required there: stock 4.9.7's decoder leaves a missing ``@CFNotNull``
+field null and these handlers answer it as above (``protocol/headers.py``).
 * GET_BROKER_CLUSTER_ACL_INFO (52): header ``version`` (the default file's DataVersion
   JSON), ``allAclFileVersion`` (``{path: DataVersion}`` JSON), ``brokerName``,
   ``brokerAddr``, ``clusterName``.
@@ -30,7 +37,12 @@ from aiorocketmq.logs import get_logger
 from aiorocketmq.protocol.channel import Channel, Handler
 from aiorocketmq.protocol.codes import RequestCode, ResponseCode
 from aiorocketmq.protocol.command import RemotingCommand
-from aiorocketmq.protocol.errors import HeaderError
+from aiorocketmq.protocol.headers import (
+    CreateAccessConfigRequestHeader,
+    DeleteAccessConfigRequestHeader,
+    UpdateGlobalWhiteAddrsConfigRequestHeader,
+    decode_header,
+)
 from aiorocketmq.protocol.javautil import java_hashmap_order
 
 from .errors import AclError
@@ -42,11 +54,9 @@ __all__ = ["AclAdminProcessor"]
 log = get_logger("aiorocketmq.broker.acl")
 
 
-def _required(request: RemotingCommand, name: str) -> str:
-    value = request.ext(name)
-    if value is None:
-        raise HeaderError(f"the custom field <{name}> is null")
-    return value
+def _jstr(value: str | None) -> str:
+    """Java's string concatenation of a possibly null String."""
+    return "null" if value is None else value
 
 
 def _json(obj: Any) -> str:
@@ -94,15 +104,15 @@ class AclAdminProcessor:
 
     def update_and_create_access_config(self, channel: Channel,
                                         request: RemotingCommand) -> RemotingCommand:
-        ak = _required(request, "accessKey")
-        admin = (request.ext("admin") or "").strip().lower() == "true"
+        header = decode_header(CreateAccessConfigRequestHeader, request)
+        ak = _jstr(header.access_key)
         config = PlainAccessConfig(
-            access_key=ak, secret_key=request.ext("secretKey"),
-            white_remote_address=request.ext("whiteRemoteAddress"), admin=admin,
-            default_topic_perm=request.ext("defaultTopicPerm"),
-            default_group_perm=request.ext("defaultGroupPerm"),
-            topic_perms=java_split(request.ext("topicPerms"), ","),
-            group_perms=java_split(request.ext("groupPerms"), ","))
+            access_key=header.access_key, secret_key=header.secret_key,
+            white_remote_address=header.white_remote_address, admin=header.admin,
+            default_topic_perm=header.default_topic_perm,
+            default_group_perm=header.default_group_perm,
+            topic_perms=java_split(header.topic_perms, ","),
+            group_perms=java_split(header.group_perms, ","))
         return self._change(
             channel, request, ResponseCode.UPDATE_AND_CREATE_ACL_CONFIG_FAILED,
             lambda manager: manager.update_access_config(config),
@@ -110,21 +120,23 @@ class AclAdminProcessor:
             error_event="acl.update_failed", done_event="acl.account_updated", access_key=ak)
 
     def delete_access_config(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
-        ak = _required(request, "accessKey")
+        access_key = decode_header(DeleteAccessConfigRequestHeader, request).access_key
+        ak = _jstr(access_key)
         return self._change(
             channel, request, ResponseCode.DELETE_ACL_CONFIG_FAILED,
-            lambda manager: manager.delete_access_config(ak),
+            lambda manager: manager.delete_access_config(access_key),
             f"The accesskey[{ak}] corresponding to accessConfig has been deleted failed.",
             error_event="acl.delete_failed", done_event="acl.account_deleted", access_key=ak)
 
     def update_global_white_addrs_config(self, channel: Channel,
                                          request: RemotingCommand) -> RemotingCommand:
-        addrs = _required(request, "globalWhiteAddrs")
+        header = decode_header(UpdateGlobalWhiteAddrsConfigRequestHeader, request)
         return self._change(
             channel, request, ResponseCode.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG_FAILED,
             lambda manager: manager.update_global_white_addrs_config(
-                java_split(addrs, ","), request.ext("aclFileFullPath")),
-            f"The globalWhiteAddresses[{addrs}] has been updated failed.")
+                java_split(header.global_white_addrs, ","), header.acl_file_full_path),
+            f"The globalWhiteAddresses[{_jstr(header.global_white_addrs)}] has been updated "
+            "failed.")
 
     def get_broker_acl_config_version(self, channel: Channel,
                                       request: RemotingCommand) -> RemotingCommand | None:
