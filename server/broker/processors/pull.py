@@ -42,7 +42,8 @@ SYSTEM_BUSY. With COMMIT_OFFSET on first processing the group's offset for the q
 becomes ``commitOffset``, whatever the result.
 
 The handler is a plain function: the store read is synchronous, so found messages are
-answered inline. Error answers carry ``"extFields":{}`` (upstream's empty response header).
+answered inline. A TAG subscription sent with the SUBSCRIPTION flag is parsed once per
+topic, expression and type (up to 4096 kept), not once per pull. Error answers carry ``"extFields":{}`` (upstream's empty response header).
 """
 
 from __future__ import annotations
@@ -58,7 +59,6 @@ from aiorocketmq.protocol.command import RemotingCommand
 from aiorocketmq.protocol.filter import ExpressionType
 from aiorocketmq.protocol.headers import (
     PullMessageRequestHeader,
-    PullMessageResponseHeader,
     decode_header,
 )
 
@@ -91,9 +91,18 @@ _STATUS_CODES: dict[str, int | None] = {
 }
 
 
+_TAG_FILTERS_MAX = 4096  # distinct (topic, TAG expression) pairs kept parsed
+
+
 class PullMessageProcessor:
     def __init__(self, broker: BrokerController) -> None:
         self._b = broker
+        # A TAG subscription sent with the pull (the SUBSCRIPTION flag: lite pull, the Spark
+        # source) parsed once per (topic, expression, its type, filterSupportRetry): the
+        # SubscriptionData and its ExpressionMessageFilter only read their inputs, so one
+        # serves every pull.
+        self._tag_filters: dict[tuple[str, str | None, str | None, bool],
+                                tuple[SubscriptionData, ExpressionMessageFilter]] = {}
 
     def handlers(self) -> dict[int, Handler]:
         return {
@@ -148,7 +157,13 @@ class PullMessageProcessor:
 
         sub: SubscriptionData | None
         filter_data: ConsumerFilterData | None = None
-        if sys_flag & _SUBSCRIPTION:
+        message_filter: ExpressionMessageFilter | None = None
+        tag_key = (h.topic, h.subscription, h.expression_type, config.filter_support_retry)
+        cached = (self._tag_filters.get(tag_key) if sys_flag & _SUBSCRIPTION
+                  and ExpressionType.is_tag_type(h.expression_type) else None)
+        if cached is not None:
+            sub, message_filter = cached
+        elif sys_flag & _SUBSCRIPTION:
             try:
                 sub = build_subscription_data(h.topic, h.subscription, h.expression_type)
                 if not ExpressionType.is_tag_type(sub.expression_type):
@@ -194,8 +209,13 @@ class PullMessageProcessor:
             return fail(ResponseCode.SYSTEM_ERROR,
                         f"The broker does not support consumer to filter message by {sub.expression_type}")
 
-        message_filter = ExpressionMessageFilter(sub, filter_data, b.consumer_filters,
-                                                 support_retry=config.filter_support_retry)
+        if message_filter is None:
+            message_filter = ExpressionMessageFilter(sub, filter_data, b.consumer_filters,
+                                                     support_retry=config.filter_support_retry)
+            if (sys_flag & _SUBSCRIPTION and filter_data is None
+                    and ExpressionType.is_tag_type(h.expression_type)
+                    and len(self._tag_filters) < _TAG_FILTERS_MAX):
+                self._tag_filters[tag_key] = (sub, message_filter)
         result = b.store.get_message(
             h.consumer_group, h.topic, h.queue_id, h.queue_offset, h.max_msg_nums,
             None if message_filter.code_set is None else message_filter.is_matched_by_consume_queue,
@@ -222,9 +242,10 @@ class PullMessageProcessor:
                     and not b.store_config.offset_check_in_slave):
                 code = ResponseCode.PULL_RETRY_IMMEDIATELY
                 suggest = group_cfg.broker_id
-            header = PullMessageResponseHeader(
-                suggest_which_broker_id=suggest, next_begin_offset=result.next_begin_offset,
-                min_offset=result.min_offset, max_offset=result.max_offset)
+            # PullMessageResponseHeader(...).to_ext_fields(), written out: one per pull.
+            fields = {"suggestWhichBrokerId": str(suggest),
+                      "nextBeginOffset": str(result.next_begin_offset),
+                      "minOffset": str(result.min_offset), "maxOffset": str(result.max_offset)}
             body = None
             if code == ResponseCode.SUCCESS:
                 body = result.body()
@@ -233,7 +254,7 @@ class PullMessageProcessor:
                 log.warning("broker.pull_offset_moved", topic=h.topic, group=h.consumer_group,
                             queue_id=h.queue_id, request_offset=h.queue_offset,
                             new_offset=result.next_begin_offset, status=status)
-            response = request.create_response(code, status, header.to_ext_fields(), body)
+            response = request.create_response(code, status, fields, body)
             if code == ResponseCode.PULL_NOT_FOUND and allow_suspend and sys_flag & _SUSPEND:
                 hold_ms = (h.suspend_timeout_millis if config.long_polling_enable
                            else config.short_polling_time_ms)
