@@ -27,7 +27,7 @@ from aiorocketmq.protocol.bodies import ConsumerData, HeartbeatData, Subscriptio
 from aiorocketmq.protocol.codes import RequestCode, ResponseCode
 from aiorocketmq.protocol.command import RemotingCommand
 from aiorocketmq.protocol.remoting_client import RemotingClient
-from tests.interop.stock import DriverProcess, JavaServer, rocketmq_home
+from tests.interop.stock import AdminResult, DriverProcess, JavaServer, rocketmq_home
 from tests.procs import ServerProcess, broker_process, namesrv_process
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(300)]
@@ -293,6 +293,47 @@ async def test_acl_admin_answers_match_the_stock_broker(
                                     for a in body["plainAccessConfigs"]))
         assert configs[ours.address] == configs[stock.address]
         assert ("Padded01", False) in configs[stock.address][1]
+    finally:
+        ours.stop()
+        ns.stop()
+        print(f"---- our broker ----\n{ours.log_tail(40)}")
+
+
+def test_stock_mqadmin_acl_commands_against_our_broker(
+        tmp_path: Path, stock_namesrv: Callable[..., JavaServer],
+        stock_broker: Callable[..., JavaServer], mqadmin: Callable[..., AdminResult]) -> None:
+    """Stock ``mqadmin updateAclConfig`` / ``updateGlobalWhiteAddr`` (without ``-p``: no
+    ``aclFileFullPath`` sent) / ``deleteAclConfig`` print the same against a stock broker and
+    ours, and leave the same white list behind."""
+    stock_home = _write_acl(tmp_path)  # also mqadmin's home: its tools.yml signs as admin
+    (stock_home / "conf" / "tools.yml").write_text("accessKey: rocketmq2\nsecretKey: 12345678\n")
+    stock_ns = stock_namesrv()
+    stock = stock_broker(stock_ns.address, conf={"aclEnable": "true"})
+    ns, ours = _our_cluster(tmp_path / "ours", _write_acl(tmp_path / "ours"))
+    commands = [
+        ("updateAclConfig", "-a", "MqAdmin01", "-s", "12345678", "-m", "true", "-t", "T1=PUB"),
+        ("updateGlobalWhiteAddr", "-g", "10.10.109.*,10.10.110.*"),
+        ("deleteAclConfig", "-a", "NoSuch001"),
+        ("deleteAclConfig", "-a", "MqAdmin01"),
+    ]
+    try:
+        outputs: dict[str, list[tuple[str, bool]]] = {}
+        for addr, namesrv in ((stock.address, stock_ns.address), (ours.address, ns.address)):
+            out = outputs[addr] = []
+            for command, *args in commands:
+                r = mqadmin(namesrv, command, "-b", addr, *args)
+                text = (r.stdout + r.stderr).replace(addr, "<broker>")
+                out.append((" ".join([command, *args]), "success." in text))
+                if command == "deleteAclConfig" and args[1] == "NoSuch001":
+                    assert "has been deleted failed" in text, r.describe()
+        assert outputs[ours.address] == outputs[stock.address]
+        assert [ok for _, ok in outputs[stock.address]] == [True, True, False, True]
+        whites = []
+        for home in (stock_home, tmp_path / "ours" / "rocketmq_home"):
+            data = yaml.safe_load((home / "conf" / "plain_acl.yml").read_text())
+            whites.append(data["globalWhiteRemoteAddresses"])
+            assert "MqAdmin01" not in {a["accessKey"] for a in data["accounts"]}
+        assert whites == [["10.10.109.*", "10.10.110.*"]] * 2
     finally:
         ours.stop()
         ns.stop()
