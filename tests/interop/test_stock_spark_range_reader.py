@@ -12,7 +12,13 @@ import pytest
 from aiorocketmq.protocol.errors import MQBrokerError
 from aiorocketmq.spark_sink.link import BlockingLink
 from aiorocketmq.spark_sink.offsets import DataLossError, QueueKey
-from tests.interop.stock import JavaEnv, JavaServer, start_stock_broker, start_stock_namesrv, stop_all
+from tests.interop.stock import (
+    JavaEnv,
+    JavaServer,
+    start_stock_broker,
+    start_stock_namesrv,
+    stop_all,
+)
 from tests.spark.conftest import produce
 from tests.spark.test_spark_pull_stream import _read
 
