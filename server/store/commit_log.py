@@ -287,7 +287,14 @@ class CommitLog:
         topic_b, props_b, store_host, size, refused = self._prepare(inner)
         if refused is not None:
             return AppendMessageResult(refused)
-        mf = self._segment_for(size)
+        files = self.mfq.files
+        mf = files[-1] if files else None
+        # _segment_for's usual case inline: the last segment has room for the record and a
+        # filler after it, its blocks already reserved.
+        need = END_FILE_MIN_BLANK_LENGTH + size
+        if mf is None or mf.wrote_position + need > mf.allocated \
+                or mf.wrote_position + need > mf.file_size:
+            mf = self._segment_for(size)
         now_ms = self.clock_ms()
         wrote = self._encode_into(mf, inner, topic_b, props_b, store_host, now_ms)
         return AppendMessageResult(

@@ -328,6 +328,8 @@ class SendMessageProcessor:
             if early is not None:
                 return early
         result = self.put(ctx.inner)  # type: ignore[arg-type]  # single path: one inner
+        if type(result) is PutMessageResult:  # answered now (_answer's first case)
+            return self._handle_put_result(ctx, result)
         return self._answer(ctx, result)
 
     def _send_batch(self, channel: Channel, request: RemotingCommand,
