@@ -44,6 +44,25 @@
  *   HeaderError), and NotImplemented for anything it does not decide (ext not exactly a
  *   dict, a d..m value not exactly a str, a type whose fields are not object slots or with
  *   its own __new__); the caller then runs ``_send_v2_fast``.
+ *
+ * pull_header(ext, header_type, known) -> header | None | NotImplemented
+ *
+ *   The compiled twin of protocol/headers.py's ``_pull_fast``: a PULL_MESSAGE /
+ *   LITE_PULL_MESSAGE header (``ext``, exactly a dict) into a new ``header_type``
+ *   (PullMessageRequestHeader, its slots written directly as above) when consumerGroup,
+ *   topic and the seven numbers are present, queueId, maxMsgNums and sysFlag 1-9 ASCII
+ *   digits, queueOffset, commitOffset, suspendTimeoutMillis and subVersion 1-18;
+ *   subscription, expressionType and bname None when absent; ``extra`` as above. None
+ *   where ``_pull_fast`` gives None (the caller then runs the general decoder, which
+ *   raises its HeaderError), NotImplemented for what it does not decide (ext not exactly
+ *   a dict, a number's value not exactly a str, a type as above); the caller then runs
+ *   ``_pull_fast``.
+ *
+ * all_text(ext) -> bool
+ *
+ *   The compiled twin of protocol/validation.py's ``_all_text_py``: True when ``ext`` is
+ *   exactly a dict whose keys and values are all exact str that encode as UTF-8 (no lone
+ *   surrogate), else False (the edge then walks the fields for its remark).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -369,6 +388,23 @@ static int is_true(PyObject *v) {
     return r;
 }
 
+/* A new dict of ``ext``'s items whose key is not in ``known``, in dict order ({} when
+ * none; ``headers._extra_of``); NULL with an exception set. */
+static PyObject *extra_of(PyObject *ext, PyObject *known) {
+    PyObject *extra = PyDict_New();
+    if (!extra) return NULL;
+    Py_ssize_t pos = 0;
+    PyObject *key, *value;
+    while (PyDict_Next(ext, &pos, &key, &value)) {
+        int c = PySet_Contains(known, key);
+        if (c < 0 || (c == 0 && PyDict_SetItem(extra, key, value) < 0)) {
+            Py_DECREF(extra);
+            return NULL;
+        }
+    }
+    return extra;
+}
+
 static PyObject *send_v2_header(PyObject *Py_UNUSED(module), PyObject *const *args,
                                 Py_ssize_t nargs) {
     if (nargs != 3) {
@@ -408,19 +444,8 @@ static PyObject *send_v2_header(PyObject *Py_UNUSED(module), PyObject *const *ar
     int unit_mode = 0, batch = 0;
     if (v[H_K] && (unit_mode = is_true(v[H_K])) < 0) return NULL;
     if (v[H_M] && (batch = is_true(v[H_M])) < 0) return NULL;
-    PyObject *extra = PyDict_New();
+    PyObject *extra = extra_of(ext, known);
     if (!extra) return NULL;
-    if (PyDict_GET_SIZE(ext) > 0) {
-        Py_ssize_t pos = 0;
-        PyObject *key, *value;
-        while (PyDict_Next(ext, &pos, &key, &value)) {
-            int c = PySet_Contains(known, key);
-            if (c < 0 || (c == 0 && PyDict_SetItem(extra, key, value) < 0)) {
-                Py_DECREF(extra);
-                return NULL;
-            }
-        }
-    }
     PyObject *vals[N_HSLOTS];
     vals[H_A] = Py_NewRef(v[H_A]);
     vals[H_B] = Py_NewRef(v[H_B]);
@@ -451,6 +476,105 @@ static PyObject *send_v2_header(PyObject *Py_UNUSED(module), PyObject *const *ar
     return hdr;
 }
 
+/* -- pull_header --------------------------------------------------------------------- */
+
+enum { P_GROUP, P_TOPIC, P_QUEUE_ID, P_QUEUE_OFFSET, P_MAX_NUMS, P_SYS_FLAG, P_COMMIT,
+       P_SUSPEND, P_SUBSCRIPTION, P_SUB_VERSION, P_EXPRESSION_TYPE, P_BNAME, P_EXTRA,
+       N_PSLOTS };
+_Static_assert(N_PSLOTS <= MAX_MEMBERS, "MAX_MEMBERS");
+static const char *PSLOT_NAMES[N_PSLOTS] = {
+    "consumer_group", "topic", "queue_id", "queue_offset", "max_msg_nums", "sys_flag",
+    "commit_offset", "suspend_timeout_millis", "subscription", "sub_version",
+    "expression_type", "bname", "extra",
+};
+static const char *PULL_KEYS[P_EXTRA] = {
+    "consumerGroup", "topic", "queueId", "queueOffset", "maxMsgNums", "sysFlag",
+    "commitOffset", "suspendTimeoutMillis", "subscription", "subVersion", "expressionType",
+    "bname",
+};
+static PyObject *pull_key[P_EXTRA];  /* PULL_KEYS, interned */
+static PyTypeObject *pslots_of;
+static Py_ssize_t pslot_offset[N_PSLOTS];
+
+static PyObject *pull_header(PyObject *Py_UNUSED(module), PyObject *const *args,
+                             Py_ssize_t nargs) {
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "pull_header(ext, header_type, known)");
+        return NULL;
+    }
+    PyObject *ext = args[0], *known = args[2];
+    if (!PyType_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "header_type must be a type");
+        return NULL;
+    }
+    PyTypeObject *tp = (PyTypeObject *)args[1];
+    if (!PyDict_CheckExact(ext)) Py_RETURN_NOTIMPLEMENTED;
+    int r = resolve_member_offsets(tp, &pslots_of, PSLOT_NAMES, N_PSLOTS, pslot_offset, 1);
+    if (r < 0) return NULL;
+    if (r > 0) Py_RETURN_NOTIMPLEMENTED;
+    PyObject *v[P_EXTRA];
+    for (int i = 0; i < P_EXTRA; i++) {
+        v[i] = PyDict_GetItemWithError(ext, pull_key[i]);
+        if (!v[i] && PyErr_Occurred()) return NULL;
+    }
+    /* the numbers: what the Python fast path reads as str, 1-9 (int) or 1-18 (long)
+     * ASCII digits; all required, as consumerGroup and topic are */
+    static const int numbers[] = {P_QUEUE_ID, P_QUEUE_OFFSET, P_MAX_NUMS, P_SYS_FLAG,
+                                  P_COMMIT, P_SUSPEND, P_SUB_VERSION};
+    static const int width[] = {9, 18, 9, 9, 18, 18, 18};
+    enum { N_NUMBERS = sizeof numbers / sizeof numbers[0] };
+    for (int t = 0; t < N_NUMBERS; t++) {
+        PyObject *x = v[numbers[t]];
+        if (x && !PyUnicode_CheckExact(x)) Py_RETURN_NOTIMPLEMENTED;
+    }
+    long long num[N_NUMBERS];
+    for (int t = 0; t < N_NUMBERS; t++) {
+        PyObject *x = v[numbers[t]];
+        if (!x || !digits(x, width[t], &num[t])) Py_RETURN_NONE;
+    }
+    if (!v[P_GROUP] || !v[P_TOPIC]) Py_RETURN_NONE;
+    PyObject *vals[N_PSLOTS];
+    static const int texts[] = {P_GROUP, P_TOPIC, P_SUBSCRIPTION, P_EXPRESSION_TYPE, P_BNAME};
+    for (size_t t = 0; t < sizeof texts / sizeof texts[0]; t++) {
+        PyObject *x = v[texts[t]];
+        vals[texts[t]] = Py_NewRef(x ? x : Py_None);
+    }
+    int failed = !(vals[P_EXTRA] = extra_of(ext, known));
+    for (int t = 0; t < N_NUMBERS; t++)
+        failed |= !(vals[numbers[t]] = PyLong_FromLongLong(num[t]));
+    PyObject *hdr = failed ? NULL : tp->tp_alloc(tp, 0);
+    if (!hdr) {
+        for (int i = 0; i < N_PSLOTS; i++) Py_XDECREF(vals[i]);
+        return NULL;
+    }
+    for (int i = 0; i < N_PSLOTS; i++)
+        *(PyObject **)((char *)hdr + pslot_offset[i]) = vals[i];
+    return hdr;
+}
+
+/* -- all_text ------------------------------------------------------------------------ */
+
+/* validation.py's ``_all_text_py``: True when ``ext`` (exactly a dict) has only exact str
+ * keys and values that UTF-8 can carry, False for anything else (the caller's per-field
+ * walk then decides). Text that is not ASCII is encoded once (CPython keeps that UTF-8). */
+static PyObject *all_text(PyObject *Py_UNUSED(module), PyObject *ext) {
+    if (!PyDict_CheckExact(ext)) Py_RETURN_FALSE;
+    Py_ssize_t pos = 0;
+    PyObject *kv[2];
+    while (PyDict_Next(ext, &pos, &kv[0], &kv[1])) {
+        for (int i = 0; i < 2; i++) {
+            if (!PyUnicode_CheckExact(kv[i])) Py_RETURN_FALSE;
+            if (PyUnicode_IS_ASCII(kv[i])) continue;
+            if (!PyUnicode_AsUTF8AndSize(kv[i], NULL)) {
+                if (!PyErr_ExceptionMatches(PyExc_UnicodeEncodeError)) return NULL;
+                PyErr_Clear();
+                Py_RETURN_FALSE;
+            }
+        }
+    }
+    Py_RETURN_TRUE;
+}
+
 static PyMethodDef methods[] = {
     {"decode_rocketmq_header", (PyCFunction)(void (*)(void))decode_rocketmq_header,
      METH_FASTCALL,
@@ -461,6 +585,11 @@ static PyMethodDef methods[] = {
     {"send_v2_header", (PyCFunction)(void (*)(void))send_v2_header, METH_FASTCALL,
      "send_v2_header(ext, header_type, known) -> header | None | NotImplemented "
      "(see the module source's head comment)"},
+    {"pull_header", (PyCFunction)(void (*)(void))pull_header, METH_FASTCALL,
+     "pull_header(ext, header_type, known) -> header | None | NotImplemented "
+     "(see the module source's head comment)"},
+    {"all_text", all_text, METH_O,
+     "all_text(ext) -> bool (see the module source's head comment)"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -475,6 +604,9 @@ PyMODINIT_FUNC PyInit__command(void) {
         char name[2] = {(char)('a' + i), 0};
         if (!letter[i] && !(letter[i] = PyUnicode_InternFromString(name))) return NULL;
     }
+    for (int i = 0; i < P_EXTRA; i++)
+        if (!pull_key[i] && !(pull_key[i] = PyUnicode_InternFromString(PULL_KEYS[i])))
+            return NULL;
     if (!str_true && !(str_true = PyUnicode_InternFromString("true"))) return NULL;
     return PyModule_Create(&module);
 }

@@ -721,6 +721,15 @@ class PullMessageRequestHeader(CommandHeader):
     def from_ext_fields(cls, ext: Mapping[str, str] | None) -> Self:
         if ext is None:
             ext = {}
+        if cls is PullMessageRequestHeader:
+            # The C twin first (protocol/_command.c, pull_header): the header, None where
+            # _pull_fast gives None, NotImplemented for what it leaves to _pull_fast.
+            fast: Any = NotImplemented if _c_pull_header is None else \
+                _c_pull_header(ext, cls, _PULL_REQUEST_KEYS)
+            if fast is NotImplemented:
+                fast = _pull_fast(ext)
+            if fast is not None:
+                return fast  # exactly cls, checked above
         get = ext.get
         consumer_group = get("consumerGroup")
         topic = get("topic")
@@ -794,6 +803,69 @@ class PullMessageRequestHeader(CommandHeader):
         if self.extra:
             _merge_extra(out, self.extra)
         return out
+
+
+# The fields _pull_fast sets; checked against the class at import, so a field added to
+# PullMessageRequestHeader cannot be left unset by the fast path.
+_PULL_HEADER_FIELDS = ("consumer_group", "topic", "queue_id", "queue_offset", "max_msg_nums",
+                       "sys_flag", "commit_offset", "suspend_timeout_millis", "subscription",
+                       "sub_version", "expression_type", "bname", "extra")
+if {f.name for f in fields(PullMessageRequestHeader)} != set(_PULL_HEADER_FIELDS):  # type: ignore[arg-type]
+    raise TypeError("PullMessageRequestHeader's fields changed: update _pull_fast")
+
+try:
+    refuse_extension("aiorocketmq.protocol._command")
+    from ._command import pull_header as _c_pull_header
+except ImportError:  # no C compiler, or AIOROCKETMQ_NO_EXTENSIONS: _pull_fast runs
+    _c_pull_header = None  # type: ignore[assignment]
+
+
+def _pull_fast(ext: Mapping[str, str]) -> PullMessageRequestHeader | None:
+    """``PullMessageRequestHeader.from_ext_fields`` for what clients send (every pull
+    decodes one): the required fields present, queueId, maxMsgNums and sysFlag 1-9 ASCII
+    digits (int), the four longs 1-18, which fit their Java type without a range check;
+    filled without keyword parsing. ``None`` sends anything else to the general decoder
+    (and its errors). The reference of ``_command.pull_header``."""
+    get = ext.get
+    queue_id = get("queueId")
+    queue_offset = get("queueOffset")
+    max_msg_nums = get("maxMsgNums")
+    sys_flag = get("sysFlag")
+    commit_offset = get("commitOffset")
+    suspend = get("suspendTimeoutMillis")
+    sub_version = get("subVersion")
+    try:
+        if (queue_id is None or queue_offset is None or max_msg_nums is None or sys_flag is None
+                or commit_offset is None or suspend is None or sub_version is None
+                or not (0 < len(queue_id) < 10 and 0 < len(max_msg_nums) < 10
+                        and 0 < len(sys_flag) < 10 and 0 < len(queue_offset) < 19
+                        and 0 < len(commit_offset) < 19 and 0 < len(suspend) < 19
+                        and 0 < len(sub_version) < 19)
+                or not ((digits := queue_id + queue_offset + max_msg_nums + sys_flag
+                         + commit_offset + suspend + sub_version).isdigit()
+                        and digits.isascii())):
+            return None
+    except TypeError:  # a number's value that is not a str: the general decoder's to judge
+        return None
+    consumer_group = get("consumerGroup")
+    topic = get("topic")
+    if consumer_group is None or topic is None:
+        return None
+    hdr: PullMessageRequestHeader = _new_object(PullMessageRequestHeader)
+    hdr.consumer_group = consumer_group
+    hdr.topic = topic
+    hdr.queue_id = int(queue_id)
+    hdr.queue_offset = int(queue_offset)
+    hdr.max_msg_nums = int(max_msg_nums)
+    hdr.sys_flag = int(sys_flag)
+    hdr.commit_offset = int(commit_offset)
+    hdr.suspend_timeout_millis = int(suspend)
+    hdr.subscription = get("subscription")
+    hdr.sub_version = int(sub_version)
+    hdr.expression_type = get("expressionType")
+    hdr.bname = get("bname")
+    hdr.extra = _extra_of(ext, _PULL_REQUEST_KEYS)
+    return hdr
 
 
 _PULL_RESPONSE_KEYS = frozenset(("suggestWhichBrokerId", "nextBeginOffset", "minOffset", "maxOffset"))

@@ -46,6 +46,8 @@ import unicodedata
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
+from aiorocketmq import refuse_extension
+
 from .bodies import TopicConfig
 from .codes import MixAll, Perm, ResponseCode
 from .command import RemotingCommand
@@ -126,6 +128,8 @@ def validate_topic(topic: str | None) -> str | None:
 
 def validate_group(group: str | None) -> str | None:
     """``Validators.checkGroup``: ``None`` when valid, else the client's message."""
+    if group and len(group) <= GROUP_MAX_LENGTH and _VALID_CHARS.issuperset(group):
+        return None  # every pull checks its group: legal characters are never blank
     if group is None or is_blank(group):
         return "the specified group is blank"
     if len(group) > GROUP_MAX_LENGTH:
@@ -293,15 +297,27 @@ class RequestCheck:
         return None
 
 
-def _all_text(ext: Mapping[str, Any]) -> bool:
+def _all_text_py(ext: Mapping[str, Any]) -> bool:
     """Every key and string value encodes as UTF-8: two joins and two encodes in C instead
-    of one ``text_problem`` call per key and value (a send header has ~15 of each)."""
+    of one ``text_problem`` call per key and value (a send header has ~15 of each). False
+    leaves the remark (or none) to ``RequestCheck._text_remark``. ``_command.all_text`` is
+    its compiled twin (one pass, no copies), used when built."""
     try:
         "".join(ext).encode("utf-8")
         "".join(ext.values()).encode("utf-8")
     except (TypeError, UnicodeEncodeError):
         return False  # a lone surrogate, or a non-string value: the per-field walk decides
     return True
+
+
+_all_text: Callable[[Mapping[str, Any]], bool] = _all_text_py
+try:
+    refuse_extension("aiorocketmq.protocol._command")
+    from ._command import all_text as _c_all_text
+except ImportError:  # no C compiler, or AIOROCKETMQ_NO_EXTENSIONS: _all_text_py runs
+    pass
+else:
+    _all_text = _c_all_text
 
 
 Refused = Callable[[Any, RemotingCommand, str], None]
