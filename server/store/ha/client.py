@@ -34,6 +34,11 @@ Contract:
   better clock.)
 * ``stop()`` cancels the routine and closes the socket.
 
+A connection is an ``asyncio.Protocol`` (``_Session``): frames are appended and the report
+written in the callback that reads them, no stream reader, task wake-up or per-read
+timeout on a SYNC_MASTER send's round trip; one timer, re-armed only when it fires,
+keeps the heartbeat and the housekeeping.
+
 Observability: ``connected``, ``master_address``, ``reported_offset`` and
 ``master_offset`` (the offset of the last frame header, a lower bound of the master's log
 end).
@@ -43,7 +48,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from aiorocketmq.logs import get_logger
 from aiorocketmq.protocol.backoff import Backoff
@@ -60,7 +65,6 @@ __all__ = ["HAClient"]
 log = get_logger("aiorocketmq.store.ha")
 
 CONNECT_TIMEOUT = 3.0
-_READ_SIZE = 4 * 1024 * 1024  # HAClient.READ_MAX_BUFFER_SIZE
 
 
 class HAClient:
@@ -100,9 +104,11 @@ class HAClient:
                 await self._address_changed.wait()
                 continue
             host, _, port = addr.rpartition(":")
+            session = _Session(self, addr)
             try:
                 async with asyncio.timeout(CONNECT_TIMEOUT):
-                    reader, writer = await asyncio.open_connection(host, int(port))
+                    transport, _ = await loop.create_connection(
+                        lambda: session, host, int(port))  # noqa: B023 (called within)
             except (OSError, TimeoutError, ValueError) as exc:
                 delay = backoff.next_delay()
                 log.info("ha.connect_master_failed", master=addr, error=str(exc) or type(exc).__name__,
@@ -111,15 +117,15 @@ class HAClient:
                 continue
             connected_at = loop.time()
             try:
-                await self._session(addr, reader, writer)
-            except (OSError, HAWireError) as exc:
-                log.info("ha.master_connection_lost", master=addr, error=str(exc))
+                error = await asyncio.shield(session.ended)
+                if error is not None:
+                    log.info("ha.master_connection_lost", master=addr, error=str(error))
             finally:
                 self.connected = False
                 self._store.dispatch_appended()  # whatever the session appended last
-                writer.close()
+                transport.close()
                 with contextlib.suppress(Exception):
-                    await writer.wait_closed()
+                    await asyncio.wait_for(asyncio.shield(session.lost), 2.0)
             backoff.connection_ended(loop.time() - connected_at)
             await self._pause(backoff.next_delay())
 
@@ -134,38 +140,69 @@ class HAClient:
             return
         self._backoff.reset()
 
-    async def _session(self, addr: str, reader: asyncio.StreamReader,
-                       writer: asyncio.StreamWriter) -> None:
+
+class _Session(asyncio.Protocol):
+    """One connection to the master (``HAClient``'s read and report loop, as callbacks).
+
+    ``ended`` resolves when the session is over: None for an orderly end (closed by the
+    master, expired, offset mismatch, refused append), else the error. ``lost`` when the
+    transport is gone.
+    """
+
+    def __init__(self, client: HAClient, addr: str) -> None:
+        self._client = client
+        self._store = client._store
+        self._addr = addr
+        self._loop = asyncio.get_running_loop()
+        config = client._config
+        self._heartbeat = config.ha_send_heartbeat_interval_ms / 1000
+        self._housekeeping = config.ha_housekeeping_interval_ms / 1000
+        self._decoder = SlaveFrameDecoder()
+        self._transport: asyncio.Transport | None = None
+        self._reported = 0
+        self._last_read = self._last_write = 0.0
+        self._timer: asyncio.TimerHandle | None = None
+        self.ended: asyncio.Future[BaseException | None] = self._loop.create_future()
+        self.lost: asyncio.Future[None] = self._loop.create_future()
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self._transport = transport = cast(asyncio.Transport, transport)  # uvloop's is not a subclass
+        client = self._client
+        client.connected = True
+        reported = self._reported = client.reported_offset = self._store.get_max_phy_offset()
+        log.info("ha.master_connected", master=self._addr, offset=reported)
+        transport.write(encode_offset_report(reported))
+        self._last_read = self._last_write = self._loop.time()
+        self._timer = self._loop.call_at(self._last_write + min(self._heartbeat, self._housekeeping),
+                                         self._on_timer)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if exc is None:
+            log.info("ha.master_closed", master=self._addr)
+        self._end(exc)
+        if not self.lost.done():
+            self.lost.set_result(None)
+
+    def eof_received(self) -> bool:
+        return False  # close the transport
+
+    def _end(self, exc: BaseException | None = None) -> None:
+        if not self.ended.done():
+            self.ended.set_result(exc)
+        transport = self._transport
+        if transport is not None and not transport.is_closing():
+            transport.close()
+
+    def data_received(self, data: bytes) -> None:
+        if self.ended.done():
+            return
+        self._last_read = self._loop.time()
         store = self._store
-        loop = asyncio.get_running_loop()
-        heartbeat = self._config.ha_send_heartbeat_interval_ms / 1000
-        housekeeping = self._config.ha_housekeeping_interval_ms / 1000
-        decoder = SlaveFrameDecoder()
-        self.connected = True
-        reported = self.reported_offset = store.get_max_phy_offset()
-        log.info("ha.master_connected", master=addr, offset=reported)
-        writer.write(encode_offset_report(reported))
-        await writer.drain()
-        last_write = last_read = loop.time()
-        while True:
-            now = loop.time()
-            if now - last_write >= heartbeat:
-                writer.write(encode_offset_report(reported))
-                await writer.drain()
-                last_write = now
-            if now - last_read > housekeeping:
-                log.warning("ha.master_expired", master=addr, idle_s=now - last_read)
-                return
-            wait = max(0.0, heartbeat - (loop.time() - last_write))
-            try:
-                async with asyncio.timeout(wait):
-                    data = await reader.read(_READ_SIZE)
-            except TimeoutError:
-                continue
-            if not data:
-                log.info("ha.master_closed", master=addr)
-                return
-            last_read = loop.time()
+        decoder = self._decoder
+        try:
             decoder.feed(data)
             while True:
                 header = decoder.pending_header()
@@ -174,22 +211,43 @@ class HAClient:
                 master_offset = header[0]
                 slave_offset = store.get_max_phy_offset()
                 if slave_offset != 0 and slave_offset != master_offset:
-                    log.error("ha.offset_mismatch", master=addr, master_offset=master_offset,
+                    log.error("ha.offset_mismatch", master=self._addr, master_offset=master_offset,
                               slave_offset=slave_offset)
+                    self._end()
                     return
                 frame = decoder.next_frame()
                 if frame is None:
                     break
                 offset, body = frame
-                self.master_offset = offset + len(body)
+                self._client.master_offset = offset + len(body)
                 if body and not store.append_to_commit_log(offset, body, dispatch=False):
+                    self._end()
                     return
-            current = store.get_max_phy_offset()
-            if current > reported:
-                # The acknowledgement first (a SYNC_MASTER's sends wait for it), then the
-                # consume queue and index entries of what was appended.
-                reported = self.reported_offset = current
-                writer.write(encode_offset_report(reported))
-                store.dispatch_appended()
-                await writer.drain()
-                last_write = loop.time()
+        except HAWireError as exc:
+            self._end(exc)
+            return
+        current = store.get_max_phy_offset()
+        if current > self._reported:
+            # The acknowledgement first (a SYNC_MASTER's sends wait for it), then the
+            # consume queue and index entries of what was appended.
+            self._reported = self._client.reported_offset = current
+            assert self._transport is not None
+            self._transport.write(encode_offset_report(current))
+            self._last_write = self._last_read
+            store.dispatch_appended()
+
+    def _on_timer(self) -> None:
+        self._timer = None
+        transport = self._transport
+        if self.ended.done() or transport is None:
+            return
+        now = self._loop.time()
+        if now - self._last_read > self._housekeeping:
+            log.warning("ha.master_expired", master=self._addr, idle_s=now - self._last_read)
+            self._end()
+            return
+        if now - self._last_write >= self._heartbeat:
+            transport.write(encode_offset_report(self._reported))
+            self._last_write = now
+        due = min(self._last_write + self._heartbeat, self._last_read + self._housekeeping)
+        self._timer = self._loop.call_at(max(due, now + 0.001), self._on_timer)

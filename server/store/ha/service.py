@@ -4,7 +4,8 @@ Contract (upstream ``store/ha/HAService.java``):
 
 * ``start(host, port)`` listens on the HA port (``AcceptSocketService``; port 0 = any free
   port, then ``port`` tells which) on every role, as upstream, and starts the slave's
-  ``HAClient`` when the role is SLAVE. Each accepted socket becomes an ``HAConnection``.
+  ``HAClient`` when the role is SLAVE. Each accepted socket is an ``HAConnection``
+  (an ``asyncio.Protocol``; it adds itself with ``add_connection``).
 * ``push2slave_max_offset``: the largest offset any slave acknowledged. ``is_slave_ok(end)``
   is upstream's ``isSlaveOK``: at least one connection, and ``end - push2SlaveMaxOffset <
   haSlaveFallbehindMax``. ``submit_replica(end)`` queues a SYNC_MASTER wait in the
@@ -23,7 +24,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import socket
 from typing import TYPE_CHECKING, TypeVar
 
 from aiorocketmq.logs import get_logger
@@ -80,7 +80,9 @@ class HAService:
         """
         if self._state is not ServiceState.CREATE_JUST:
             raise RuntimeError(f"HAService.start(): service is {self._state.name}")
-        self._server = await asyncio.start_server(self._accept, host, port, reuse_address=True)
+        loop = asyncio.get_running_loop()
+        self._server = await loop.create_server(lambda: HAConnection(self), host, port,
+                                                reuse_address=True)
         self.port = self._server.sockets[0].getsockname()[1]
         self._state = ServiceState.RUNNING
         if self.client is not None:
@@ -107,18 +109,12 @@ class HAService:
                 await self._server.wait_closed()
         self.group_transfer.close()
 
-    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    def add_connection(self, conn: HAConnection) -> bool:
+        """An accepted slave connection (``HAConnection.connection_made``); False once stopped."""
         if self._state is not ServiceState.RUNNING:
-            writer.close()
-            return
-        sock = writer.get_extra_info("socket")
-        if sock is not None:
-            with contextlib.suppress(OSError):
-                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        conn = HAConnection(self, reader, writer)
-        log.info("ha.slave_connected", slave=conn.client_addr)
+            return False
         self.connections.append(conn)
-        conn.start()
+        return True
 
     def remove_connection(self, conn: HAConnection) -> None:
         with contextlib.suppress(ValueError):
