@@ -199,3 +199,62 @@ async def test_new_slave_starts_at_the_masters_segment(stores: Callable[..., obj
     assert slave.get_min_phy_offset() == start and slave.get_max_phy_offset() == end
     units = pull_all(slave, "T", 0, start=slave.get_min_offset_in_queue("T", 0))
     assert units and units[-1].body == pull_all(master, "T", 0)[-1].body
+
+
+# -- the slave's dispatch ------------------------------------------------------------------
+
+
+async def test_reput_fields_match_the_full_decoder(stores: Callable[..., object]) -> None:
+    """``record_dispatch_fields`` (the slave's reput) reads what the full decoder reads, and a
+    record it does not read itself (IPv6 hosts) or a bad one goes to the full decoder."""
+    from aiorocketmq.protocol.codes import MessageSysFlag
+    from aiorocketmq.protocol.message import MessageDecodeError, socket_address_to_bytes
+    from aiorocketmq.server.store.dispatcher import dispatch_request_from_record
+    from aiorocketmq.server.store.reput import record_dispatch_fields
+
+    master: MessageStore = await stores("m", mapped_file_size_commit_log=1 << 20)  # type: ignore[misc]
+    rng = random.Random(3)
+    sent = [
+        msg(0), msg(1, tags=None), msg(2, keys="a b  c", tags="t\u00e9"),
+        msg(3, topic="SCHEDULE_TOPIC_XXXX", queue_id=2, DELAY="3"),
+        msg(4, topic="SCHEDULE_TOPIC_XXXX", DELAY="x"),
+        msg(5, topic="T" * 127, body=b""),
+    ]
+    for i, flag in enumerate((MessageSysFlag.TRANSACTION_PREPARED_TYPE,
+                              MessageSysFlag.TRANSACTION_ROLLBACK_TYPE,
+                              MessageSysFlag.TRANSACTION_COMMIT_TYPE)):
+        m = msg(10 + i)
+        m.sys_flag = flag
+        sent.append(m)
+    v6 = msg(20, keys="six")
+    v6.sys_flag = MessageSysFlag.BORNHOST_V6_FLAG
+    v6.born_host = socket_address_to_bytes("[::1]:5555")
+    sent.append(v6)
+    sent += [msg(30 + i, queue_id=i % 3, keys=f"k{i}", body=os.urandom(rng.randint(0, 300)))
+             for i in range(20)]
+    for m in sent:
+        assert (await master.put_message(m)).status is PutMessageStatus.PUT_OK
+    data = master.get_commit_log_data(0)
+    assert data is not None
+    log = bytes(data)
+    data.release()
+    levels = master.delay_levels
+    pos = seen = 0
+    while pos < len(log):
+        total = struct.unpack_from(">i", log, pos)[0]
+        req = dispatch_request_from_record(log, pos, levels)
+        assert record_dispatch_fields(log, pos, total, levels) == (
+            req.topic, req.queue_id, req.commit_log_offset, req.msg_size, req.tags_code,
+            req.store_timestamp, req.consume_queue_offset, req.keys, req.uniq_key, req.sys_flag)
+        bad = bytearray(log[pos:pos + total])
+        bad[total - 3:] = b"\xff\xff\xff"  # properties that are not UTF-8: replaced, as the full decoder
+        req = dispatch_request_from_record(bytes(bad), 0, levels)
+        assert record_dispatch_fields(bytes(bad), 0, total, levels)[-3:] == (
+            req.keys, req.uniq_key, req.sys_flag)
+        if not req.sys_flag & MessageSysFlag.BORNHOST_V6_FLAG:
+            bad[84:88] = struct.pack(">i", total)  # BODYLENGTH past TOTALSIZE
+            with pytest.raises(MessageDecodeError):
+                record_dispatch_fields(bytes(bad), 0, total, levels)
+        pos += total
+        seen += 1
+    assert seen == len(sent)
