@@ -100,6 +100,24 @@ async def test_group_transfer_resolves_with_the_callers_values() -> None:
     assert gt.submit_result(400, "d-ok", "d-closed").result() == "d-closed"
 
 
+async def test_group_transfer_timer_outlives_acks_but_never_fires_a_wait_early() -> None:
+    """Acknowledgements leave the timer armed for an earlier deadline; when it fires it
+    expires nothing younger than the timeout and re-arms for the new head."""
+    loop = asyncio.get_running_loop()
+    gt = GroupTransferService(timeout_ms=300)
+    gt.notify_acked(1)
+    a = gt.submit(100)
+    gt.notify_acked(100)  # the queue is empty, the timer for a's deadline still armed
+    assert a.result() is True
+    await asyncio.sleep(0.15)
+    b = gt.submit(200)
+    b_submitted = loop.time()
+    await asyncio.sleep(0.2)  # a's deadline has passed, b's not
+    assert not b.done() and len(gt) == 1
+    assert await asyncio.wait_for(b, 2) is False
+    assert loop.time() - b_submitted >= 0.29  # not before its own slaveTimeout
+
+
 async def test_group_transfer_close_fails_waiters() -> None:
     gt = GroupTransferService(timeout_ms=10_000)
     f = gt.submit(10)

@@ -16,7 +16,8 @@ Contract (upstream ``HAService.GroupTransferService`` and ``CommitLog.submitRepl
 No task or timer per request: puts run on the event loop one after another, so their end
 offsets and deadlines both grow in submission order and one deque holds them sorted by
 both. An acknowledgement pops from the left while offsets are covered; one timer, armed
-for the head's deadline, pops the expired head(s). ``wait_observer`` (metrics) gets the
+for the deadline of the head when it was armed (never later than the current head's),
+pops the expired head(s) and re-arms for the new head. ``wait_observer`` (metrics) gets the
 seconds each request waited.
 """
 
@@ -76,11 +77,19 @@ class GroupTransferService:
         queue = self._queue
         if not queue or queue[0][0] > offset:
             return
-        now = asyncio.get_running_loop().time() if self.wait_observer is not None else 0.0
+        # The timer is left alone: armed for a deadline no later than the new head's, it
+        # fires, finds nothing expired and re-arms for the head then (one timer per
+        # ``timeout`` instead of a cancel and a new timer per acknowledgement).
+        if self.wait_observer is None:
+            while queue and queue[0][0] <= offset:
+                _, _, _, fut, ok, _ = queue.popleft()
+                if not fut.done():
+                    fut.set_result(ok)
+            return
+        now = asyncio.get_running_loop().time()
         while queue and queue[0][0] <= offset:
             _, started, _, fut, ok, _ = queue.popleft()
             self._complete(fut, ok, now - started)
-        self._rearm()
 
     def _complete(self, fut: asyncio.Future[Any], value: Any, waited: float) -> None:
         if not fut.done():
