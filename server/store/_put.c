@@ -40,6 +40,20 @@
  *   segment, then ``suffix`` (``\x02CLUSTER\x01`` + cluster; without its separator when
  *   nothing is left before it); ``wait``: WAIT's value or None. None for any other
  *   string (the Python function reads it). ``raw``, ``cluster`` and ``suffix`` are str.
+ *
+ * batch_members(body, batch_props, batch_str) -> [(flag, body, props, stored), ...] | None
+ *
+ *   processors/send.py's ``batch_members`` for a SEND_BATCH_MESSAGE body whose members
+ *   all decode (MessageDecoder's batch format: TOTALSIZE, MAGICCODE, BODYCRC, FLAG, body
+ *   length + body, properties length + properties, every length checked against
+ *   TOTALSIZE and the body) and whose properties are each empty or canonical: valid
+ *   UTF-8, ``\x02``-separated segments (one trailing ``\x02`` allowed, as stock's client
+ *   writes) each ``key\x01value`` with exactly one ``\x01``, both sides non-empty, no key
+ *   twice. ``props``: the member's pairs, then ``batch_props`` over them; ``stored``: the
+ *   member's string without its trailing separator, ``\x02``, ``batch_str`` (only
+ *   ``batch_str`` when the member has none). None for an empty body or any other member
+ *   (the Python function reads it, with its errors). ``batch_props`` is a dict,
+ *   ``batch_str`` a str.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -314,7 +328,114 @@ error:
     return result;
 }
 
+#define BATCH_HEAD 20
+#define BATCH_MIN (BATCH_HEAD + 2)
+
+/* The pairs of a member's canonical properties bytes ``p[0..n)`` (n > 0) into ``into``:
+ * 1 when canonical, 0 when not, -1 on error. */
+static int canonical_pairs(const char *p, Py_ssize_t n, PyObject *into) {
+    if (p[n - 1] == 2) n--;  /* stock's client ends every pair with \x02 */
+    if (n == 0) return 0;
+    Py_ssize_t segments = 0;
+    for (Py_ssize_t start = 0; start <= n;) {
+        Py_ssize_t end = start, sep = -1, seps = 0;
+        while (end < n && p[end] != 2) {
+            if (p[end] == 1) { if (sep < 0) sep = end; seps++; }
+            end++;
+        }
+        if (seps != 1 || sep == start || sep + 1 == end) return 0;
+        PyObject *key = PyUnicode_DecodeUTF8(p + start, sep - start, NULL);
+        if (!key) return -1;
+        PyObject *value = PyUnicode_DecodeUTF8(p + sep + 1, end - sep - 1, NULL);
+        if (!value) { Py_DECREF(key); return -1; }
+        int rc = PyDict_SetItem(into, key, value);
+        Py_DECREF(key);
+        Py_DECREF(value);
+        if (rc < 0) return -1;
+        segments++;
+        start = end + 1;
+    }
+    return PyDict_GET_SIZE(into) == segments;  /* else a key twice */
+}
+
+static PyObject *batch_members(PyObject *Py_UNUSED(self), PyObject *args) {
+    Py_buffer buf;
+    PyObject *batch_props, *batch_str;
+    if (!PyArg_ParseTuple(args, "y*O!U:batch_members", &buf, &PyDict_Type, &batch_props,
+                          &batch_str))
+        return NULL;
+    const unsigned char *b = buf.buf;
+    Py_ssize_t n = buf.len, pos = 0;
+    PyObject *out = PyList_New(0);
+    if (!out) goto error;
+    if (n == 0) goto not_handled;
+    while (pos < n) {
+        if (n - pos < BATCH_MIN) goto not_handled;
+        int32_t total = get32(b + pos), flag = get32(b + pos + 12), body_len = get32(b + pos + 16);
+        if (total < BATCH_MIN || total > n - pos || body_len < 0 || body_len > total - BATCH_MIN)
+            goto not_handled;
+        Py_ssize_t end = pos + total, p = pos + BATCH_HEAD + body_len;
+        int16_t props_len = (int16_t)((uint16_t)b[p] << 8 | b[p + 1]);
+        p += 2;
+        if (props_len < 0 || p + props_len != end) goto not_handled;
+        PyObject *props = PyDict_New(), *stored = NULL;
+        if (!props) goto error;
+        if (props_len > 0) {
+            /* the whole string valid UTF-8 first: the pairs are cut at ASCII separators */
+            PyObject *own = PyUnicode_DecodeUTF8((const char *)b + p, props_len, NULL);
+            if (!own) {
+                Py_DECREF(props);
+                if (!PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)) goto error;
+                PyErr_Clear();
+                goto not_handled;
+            }
+            Py_DECREF(own);
+            int rc = canonical_pairs((const char *)b + p, props_len, props);
+            if (rc <= 0) {
+                Py_DECREF(props);
+                if (rc < 0) goto error;
+                goto not_handled;
+            }
+            Py_ssize_t own_len = b[end - 1] == 2 ? props_len - 1 : props_len;
+            own = PyUnicode_DecodeUTF8((const char *)b + p, own_len, NULL);
+            if (own) {
+                stored = PyUnicode_FromFormat("%U\002%U", own, batch_str);
+                Py_DECREF(own);
+            }
+        } else {
+            stored = Py_NewRef(batch_str);
+        }
+        PyObject *body = stored ? PyBytes_FromStringAndSize((const char *)b + pos + BATCH_HEAD,
+                                                            body_len) : NULL;
+        if (!body || PyDict_Update(props, batch_props) < 0) {
+            Py_DECREF(props);
+            Py_XDECREF(stored);
+            Py_XDECREF(body);
+            goto error;
+        }
+        PyObject *member = Py_BuildValue("(iNNN)", flag, body, props, stored);
+        if (!member || PyList_Append(out, member) < 0) {
+            Py_XDECREF(member);
+            goto error;
+        }
+        Py_DECREF(member);
+        pos = end;
+    }
+    PyBuffer_Release(&buf);
+    return out;
+not_handled:
+    PyBuffer_Release(&buf);
+    Py_XDECREF(out);
+    Py_RETURN_NONE;
+error:
+    PyBuffer_Release(&buf);
+    Py_XDECREF(out);
+    return NULL;
+}
+
 static PyMethodDef methods[] = {
+    {"batch_members", batch_members, METH_VARARGS,
+     "A batch body's members (flag, body, properties, stored string), or None."},
     {"send_properties", send_properties, METH_VARARGS,
      "A send's stored properties from a canonical string, or None."},
     {"write_record", write_record, METH_VARARGS,

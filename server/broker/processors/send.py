@@ -93,9 +93,11 @@ from ..topic_config import validate_topic
 # None: ``stored_properties`` below, its reference, reads every string.
 try:
     refuse_extension("aiorocketmq.server.store._put")
+    from aiorocketmq.server.store._put import batch_members as _batch_members
     from aiorocketmq.server.store._put import send_properties as _send_properties
 except ImportError:
     _send_properties = None  # type: ignore[assignment]
+    _batch_members = None  # type: ignore[assignment]
 
 if TYPE_CHECKING:
     from ..controller import BrokerController
@@ -339,31 +341,27 @@ class SendMessageProcessor:
         if len(topic) > MAX_TOPIC_LENGTH:
             return _fail_response(response, ResponseCode.MESSAGE_ILLEGAL,
                                   f"message topic length too long {len(topic)}")
-        try:
-            members = decode_batch(request.body or b"", topic=topic)
-        except ProtocolError as exc:
-            raise HeaderError(f"SEND_BATCH_MESSAGE body does not decode: {exc}") from exc
-        if not members:
-            return _fail_response(response, ResponseCode.MESSAGE_ILLEGAL,
-                                  "the batch message body is empty")
         batch_props = decode_properties(header.properties or "")
         batch_props[_CLUSTER] = self._b.config.broker_cluster_name
         batch_str = encode_properties(batch_props)
+        body = request.body or b""
+        members = (_batch_members(body, batch_props, batch_str)
+                   if _batch_members is not None else None)
+        if members is None:
+            members = batch_members(body, topic, batch_props, batch_str)
+        if not members:
+            return _fail_response(response, ResponseCode.MESSAGE_ILLEGAL,
+                                  "the batch message body is empty")
         sys_flag = self._sys_flag(header, tc)
         born_host = _born_host(channel)
         store_host = self.store_host
         reconsume = header.reconsume_times or 0
-        inners = []
-        for m in members:
-            own = encode_properties(m.properties)
-            stored = own + _PS + batch_str if own and not own.endswith(_PS) else own + batch_str
-            merged = dict(m.properties)
-            merged.update(batch_props)
-            inners.append(MessageExtBrokerInner(
-                topic=topic, queue_id=queue_id, body=m.body, flag=m.flag, properties=merged,
-                properties_string=stored, sys_flag=sys_flag,
-                born_timestamp=header.born_timestamp, born_host=born_host,
-                store_host=store_host, reconsume_times=reconsume))
+        born_ts = header.born_timestamp
+        inners = [MessageExtBrokerInner(
+            topic=topic, queue_id=queue_id, body=m_body, flag=flag, properties=merged,
+            properties_string=stored, sys_flag=sys_flag, born_timestamp=born_ts,
+            born_host=born_host, store_host=store_host, reconsume_times=reconsume)
+            for flag, m_body, merged, stored in members]
         ctx = SendContext(channel, request, header, tc, inners, queue_id, response)
         for hook in self.hooks:
             early = hook(ctx)
@@ -489,6 +487,29 @@ def stored_properties(raw: str, cluster: str) -> tuple[dict[str, str], str, str 
     if wait is not None:
         props[_WAIT] = wait
     return props, stored, wait
+
+
+def batch_members(body: Any, topic: str, batch_props: dict[str, str], batch_str: str
+                  ) -> list[tuple[int, bytes, dict[str, str], str]]:
+    """A SEND_BATCH_MESSAGE body's members: (flag, body, properties, stored string) each.
+
+    The properties are the member's with ``batch_props`` (the batch's, ``CLUSTER`` added)
+    over them; the stored string is the member's properties encoded, then ``batch_str``
+    (their encoding). ``_put.batch_members`` (C) gives the same for bodies whose members
+    have canonical properties. Raises ``HeaderError`` for a body that does not decode.
+    """
+    try:
+        decoded = decode_batch(body, topic=topic)
+    except ProtocolError as exc:
+        raise HeaderError(f"SEND_BATCH_MESSAGE body does not decode: {exc}") from exc
+    members = []
+    for m in decoded:
+        own = encode_properties(m.properties)
+        stored = own + _PS + batch_str if own and not own.endswith(_PS) else own + batch_str
+        merged = dict(m.properties)
+        merged.update(batch_props)
+        members.append((m.flag, m.body, merged, stored))
+    return members
 
 
 def _without_segment(raw: str, segment: str) -> str | None:
