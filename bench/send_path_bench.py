@@ -10,6 +10,12 @@ a socket would deliver them; every answer is encoded and written. Process CPU se
 over ``--messages`` sends, per send, median of ``--runs`` runs (the first run warms up and
 is dropped). Decoding, the send handler, the store's append and dispatch, the answer.
 
+The broker's fast failure is off (``broker_fast_failure_enable=False``): with it, a read
+whose sends are not all handled within ``wait_time_in_send_queue_ms`` (200 ms; a busy
+machine deschedules the process that long) has its later sends answered SYSTEM_BUSY and
+not stored, which would time refusals instead of sends. The checks still run on every
+send; only their refusal is off. Every send must be stored, or the run fails.
+
 Run: ``.venv/bin/python -m aiorocketmq.bench.send_path_bench`` (from another checkout:
 ``cd <tree> && <venv>/bin/python -m aiorocketmq.bench.send_path_bench``).
 """
@@ -42,12 +48,25 @@ TOPIC = "SendPathBench"
 
 
 class NullTransport(asyncio.Transport):
-    """Takes every write and drops it; reports a TCP peer."""
+    """Takes every write and drops it; reports a TCP peer.
+
+    ``close()``/``abort()`` call the protocol's ``connection_lost(None)`` on the next loop
+    iteration, once, as a socket transport does: ``Channel.wait_closed()`` (and so the
+    broker's shutdown) waits for it.
+    """
 
     def __init__(self) -> None:
         super().__init__()
         self.written = 0
         self._closing = False
+        self._protocol: asyncio.BaseProtocol | None = None
+
+    def set_protocol(self, protocol: asyncio.BaseProtocol) -> None:
+        self._protocol = protocol
+
+    def get_protocol(self) -> asyncio.BaseProtocol:
+        assert self._protocol is not None
+        return self._protocol
 
     def get_extra_info(self, name: str, default: Any = None) -> Any:
         return {"peername": ("127.0.0.1", 40000), "sockname": ("127.0.0.1", 10911)}.get(name, default)
@@ -75,10 +94,13 @@ class NullTransport(asyncio.Transport):
         return self._closing
 
     def close(self) -> None:
-        self._closing = True
+        if not self._closing:
+            self._closing = True
+            if self._protocol is not None:
+                asyncio.get_running_loop().call_soon(self._protocol.connection_lost, None)
 
     def abort(self) -> None:
-        self._closing = True
+        self.close()
 
 
 def frames(count: int, size: int, serialize: SerializeType = SerializeType.ROCKETMQ) -> list[bytes]:
@@ -116,12 +138,14 @@ async def run(args: argparse.Namespace) -> list[float]:
     with tempfile.TemporaryDirectory(prefix="send_path_bench") as tmp:
         store = MessageStoreConfig(store_path_root_dir=tmp, mapped_file_size_commit_log=1 << 30,
                                    max_hash_slot_num=50000, max_index_num=200000)
-        broker = BrokerController(BrokerConfig(broker_name="bench", listen_port=0), store)
+        broker = BrokerController(BrokerConfig(broker_name="bench", listen_port=0,
+                                               broker_fast_failure_enable=False), store)
         await broker.start()
         try:
             broker.topics.create_topic_in_send_message_method(TOPIC, "TBW102", "bench", 4, 0)
             channel = broker.server._make_channel()
             transport = NullTransport()
+            transport.set_protocol(channel)
             channel.connection_made(transport)
             per_send = []
             for _ in range(args.runs + 1):
