@@ -58,6 +58,25 @@ public final class Bench {
         return p;
     }
 
+    /** The topic's write queues from the name server. The warm-up send auto-creates the topic
+     * and the broker registers it with the name server; on a loaded machine that registration
+     * can lag (or time out until the broker's next 30 s registration), so look again for up to
+     * 60 s before giving up. */
+    private static List<org.apache.rocketmq.common.message.MessageQueue> publishQueues(
+            DefaultMQProducer p, String topic) throws Exception {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+        while (true) {
+            try {
+                return p.fetchPublishMessageQueues(topic);
+            } catch (org.apache.rocketmq.client.exception.MQClientException e) {
+                if (System.nanoTime() > deadline) {
+                    throw e;
+                }
+                Thread.sleep(500);
+            }
+        }
+    }
+
     /** Any failure ends the JVM with exit code 1: the client threads are not daemons, so a
      * main that merely threw would leave the process running (and its caller waiting). */
     public static void main(String[] args) {
@@ -155,7 +174,7 @@ public final class Bench {
             case "preload": {
                 DefaultMQProducer p = producer(namesrv, group);
                 p.send(new Message(topic, body));
-                List<org.apache.rocketmq.common.message.MessageQueue> mqs = p.fetchPublishMessageQueues(topic);
+                List<org.apache.rocketmq.common.message.MessageQueue> mqs = publishQueues(p, topic);
                 t0 = System.nanoTime();
                 c0 = cpuNanos();
                 int sent = 0;
