@@ -19,6 +19,18 @@
  *   bytes (ValueError); a record that does not fit in ``buf`` from ``pos``
  *   (IndexError); an int out of its field's Java range (OverflowError).
  *
+ * write_batch(buf, pos, topic_b, queue_id, queue_offset, counted, physical_offset,
+ *             sys_flag, born_timestamp, born_host, store_timestamp, store_host,
+ *             reconsume_times, prepared_transaction_offset, [(flag, body, props_b), ...])
+ *     -> ([offset_msg_id, ...], [size, ...])
+ *
+ *   ``write_record`` for each member of a list in turn (bodies and properties as bytes),
+ *   the records back to back from ``pos`` / ``physical_offset``, the queue offset going up
+ *   by one a record when ``counted`` (else every record takes ``queue_offset``), the
+ *   other fields shared. Makes write_record's refusals, for any member, and TypeError for
+ *   a member not (int, bytes, bytes), all before writing anything, as it does when the
+ *   whole batch does not fit in ``buf`` from ``pos`` (IndexError).
+ *
  * index_put(buf, hash_slot_num, entries_base, count, key, phy_offset, store_timestamp,
  *           begin_timestamp, begin_phy_offset, hash_slot_count) -> hash_slot_count
  *
@@ -116,6 +128,80 @@ static PyObject *offset_msg_id(const unsigned char *host, Py_ssize_t host_len, i
     return PyUnicode_FromKindAndData(PyUnicode_1BYTE_KIND, out, 2 * n);
 }
 
+/* The fields every record of a write shares with its caller's arguments. */
+typedef struct {
+    const unsigned char *topic, *born, *store;
+    Py_ssize_t topic_len, born_len, store_len;
+    long long queue_id, sys_flag, born_ts, store_ts, reconsume, prep_off;
+} record_fields;
+
+/* Checks of write_record common to write_batch: -1 with an exception set. */
+static int check_fields(const record_fields *f) {
+    if ((f->born_len != 8 && f->born_len != 20) || (f->store_len != 8 && f->store_len != 20)) {
+        PyErr_SetString(PyExc_ValueError, "a host address is 8 or 20 bytes");
+        return -1;
+    }
+    if (f->topic_len > MAX_TOPIC) {
+        PyErr_SetString(PyExc_ValueError, "topic over 127 or properties over 32767 bytes");
+        return -1;
+    }
+    if (int32_arg(f->queue_id, "queue_id") || int32_arg(f->sys_flag, "sys_flag")
+        || int32_arg(f->reconsume, "reconsume_times"))
+        return -1;
+    return 0;
+}
+
+/* The size of one record, or -1 with an exception set (a member's own checks). */
+static Py_ssize_t member_size(const record_fields *f, long long flag, Py_ssize_t body_len,
+                              Py_ssize_t props_len) {
+    if (props_len > MAX_PROPS) {
+        PyErr_SetString(PyExc_ValueError, "topic over 127 or properties over 32767 bytes");
+        return -1;
+    }
+    if (int32_arg(flag, "flag")) return -1;
+    /* body.len < 2^31 - 200 keeps every sum below int32 */
+    if (body_len > (Py_ssize_t)INT32_MAX - 256) {
+        PyErr_SetString(PyExc_OverflowError, "body too long for a record");
+        return -1;
+    }
+    return MIN_RECORD + body_len + f->topic_len + props_len + (f->born_len - 8)
+        + (f->store_len - 8);
+}
+
+/* Write one record of ``size`` bytes at ``p`` (checked by the callers). */
+static void fill_record(unsigned char *p, Py_ssize_t size, const record_fields *f, long long flag,
+                        long long queue_offset, long long phys, const unsigned char *body,
+                        Py_ssize_t body_len, const unsigned char *props, Py_ssize_t props_len) {
+    put32(p, (uint32_t)size);
+    put32(p + 4, (uint32_t)MAGIC_V1);
+    put32(p + 8, body_crc(body, body_len) & 0x7FFFFFFFu);
+    put32(p + 12, (uint32_t)f->queue_id);
+    put32(p + 16, (uint32_t)flag);
+    put64(p + 20, (uint64_t)queue_offset);
+    put64(p + 28, (uint64_t)phys);
+    put32(p + 36, (uint32_t)f->sys_flag);
+    put64(p + 40, (uint64_t)f->born_ts);
+    p += 48;
+    memcpy(p, f->born, (size_t)f->born_len);
+    p += f->born_len;
+    put64(p, (uint64_t)f->store_ts);
+    p += 8;
+    memcpy(p, f->store, (size_t)f->store_len);
+    p += f->store_len;
+    put32(p, (uint32_t)f->reconsume);
+    put64(p + 4, (uint64_t)f->prep_off);
+    put32(p + 12, (uint32_t)body_len);
+    p += 16;
+    memcpy(p, body, (size_t)body_len);
+    p += body_len;
+    *p++ = (unsigned char)f->topic_len;
+    memcpy(p, f->topic, (size_t)f->topic_len);
+    p += f->topic_len;
+    p[0] = (unsigned char)(props_len >> 8);
+    p[1] = (unsigned char)props_len;
+    memcpy(p + 2, props, (size_t)props_len);
+}
+
 static PyObject *write_record(PyObject *Py_UNUSED(self), PyObject *args) {
     Py_buffer buf, topic, born, store, body, props;
     Py_ssize_t pos;
@@ -126,59 +212,19 @@ static PyObject *write_record(PyObject *Py_UNUSED(self), PyObject *args) {
                           &store_ts, &store, &reconsume, &prep_off, &body, &props))
         return NULL;
     PyObject *result = NULL;
-    if ((born.len != 8 && born.len != 20) || (store.len != 8 && store.len != 20)) {
-        PyErr_SetString(PyExc_ValueError, "a host address is 8 or 20 bytes");
-        goto done;
-    }
-    if (topic.len > MAX_TOPIC || props.len > MAX_PROPS) {
-        PyErr_SetString(PyExc_ValueError, "topic over 127 or properties over 32767 bytes");
-        goto done;
-    }
-    if (int32_arg(queue_id, "queue_id") || int32_arg(flag, "flag")
-        || int32_arg(sys_flag, "sys_flag") || int32_arg(reconsume, "reconsume_times"))
-        goto done;
-    /* body.len < 2^31 - 200 keeps every sum below int32 */
-    if (body.len > (Py_ssize_t)INT32_MAX - 256) {
-        PyErr_SetString(PyExc_OverflowError, "body too long for a record");
-        goto done;
-    }
-    Py_ssize_t size = MIN_RECORD + body.len + topic.len + props.len
-        + (born.len - 8) + (store.len - 8);
+    record_fields f = {topic.buf, born.buf, store.buf, topic.len, born.len, store.len,
+                       queue_id, sys_flag, born_ts, store_ts, reconsume, prep_off};
+    if (check_fields(&f) < 0) goto done;
+    Py_ssize_t size = member_size(&f, flag, body.len, props.len);
+    if (size < 0) goto done;
     if (pos < 0 || pos > buf.len || size > buf.len - pos) {
         PyErr_SetString(PyExc_IndexError, "record does not fit in the buffer");
         goto done;
     }
     result = offset_msg_id(store.buf, store.len, (int64_t)phys);
     if (!result) goto done;
-    unsigned char *p = (unsigned char *)buf.buf + pos;
-    put32(p, (uint32_t)size);
-    put32(p + 4, (uint32_t)MAGIC_V1);
-    put32(p + 8, body_crc(body.buf, body.len) & 0x7FFFFFFFu);
-    put32(p + 12, (uint32_t)queue_id);
-    put32(p + 16, (uint32_t)flag);
-    put64(p + 20, (uint64_t)queue_offset);
-    put64(p + 28, (uint64_t)phys);
-    put32(p + 36, (uint32_t)sys_flag);
-    put64(p + 40, (uint64_t)born_ts);
-    p += 48;
-    memcpy(p, born.buf, (size_t)born.len);
-    p += born.len;
-    put64(p, (uint64_t)store_ts);
-    p += 8;
-    memcpy(p, store.buf, (size_t)store.len);
-    p += store.len;
-    put32(p, (uint32_t)reconsume);
-    put64(p + 4, (uint64_t)prep_off);
-    put32(p + 12, (uint32_t)body.len);
-    p += 16;
-    memcpy(p, body.buf, (size_t)body.len);
-    p += body.len;
-    *p++ = (unsigned char)topic.len;
-    memcpy(p, topic.buf, (size_t)topic.len);
-    p += topic.len;
-    p[0] = (unsigned char)(props.len >> 8);
-    p[1] = (unsigned char)props.len;
-    memcpy(p + 2, props.buf, (size_t)props.len);
+    fill_record((unsigned char *)buf.buf + pos, size, &f, flag, queue_offset, phys, body.buf,
+                body.len, props.buf, props.len);
     PyObject *t = Py_BuildValue("(nN)", size, result);
     result = t;
 done:
@@ -188,6 +234,80 @@ done:
     PyBuffer_Release(&store);
     PyBuffer_Release(&body);
     PyBuffer_Release(&props);
+    return result;
+}
+
+static PyObject *write_batch(PyObject *Py_UNUSED(self), PyObject *args) {
+    Py_buffer buf, topic, born, store;
+    Py_ssize_t pos;
+    long long queue_id, queue_offset, phys, sys_flag, born_ts, store_ts, reconsume, prep_off;
+    int counted;
+    PyObject *members;
+    if (!PyArg_ParseTuple(args, "w*ny*LLpLLLy*Ly*LLO!:write_batch", &buf, &pos, &topic,
+                          &queue_id, &queue_offset, &counted, &phys, &sys_flag, &born_ts, &born,
+                          &store_ts, &store, &reconsume, &prep_off, &PyList_Type, &members))
+        return NULL;
+    PyObject *result = NULL, *ids = NULL, *sizes = NULL;
+    record_fields f = {topic.buf, born.buf, store.buf, topic.len, born.len, store.len,
+                       queue_id, sys_flag, born_ts, store_ts, reconsume, prep_off};
+    Py_ssize_t n = PyList_GET_SIZE(members), total = 0;
+    if (check_fields(&f) < 0) goto done;
+    /* Every member checked and the whole batch found to fit before anything is written. */
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *m = PyList_GET_ITEM(members, i);
+        if (!PyTuple_Check(m) || PyTuple_GET_SIZE(m) != 3
+            || !PyBytes_Check(PyTuple_GET_ITEM(m, 1)) || !PyBytes_Check(PyTuple_GET_ITEM(m, 2))) {
+            PyErr_SetString(PyExc_TypeError, "a member is (flag, body bytes, properties bytes)");
+            goto done;
+        }
+        long long flag = PyLong_AsLongLong(PyTuple_GET_ITEM(m, 0));
+        if (flag == -1 && PyErr_Occurred()) goto done;
+        Py_ssize_t size = member_size(&f, flag, PyBytes_GET_SIZE(PyTuple_GET_ITEM(m, 1)),
+                                      PyBytes_GET_SIZE(PyTuple_GET_ITEM(m, 2)));
+        if (size < 0) goto done;
+        total += size;
+    }
+    if (pos < 0 || pos > buf.len || total > buf.len - pos) {
+        PyErr_SetString(PyExc_IndexError, "batch does not fit in the buffer");
+        goto done;
+    }
+    ids = PyList_New(n);
+    sizes = PyList_New(n);
+    if (!ids || !sizes) goto done;
+    /* The answers allocated first: once writing starts nothing can fail. */
+    long long at = phys;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *m = PyList_GET_ITEM(members, i);
+        Py_ssize_t size = MIN_RECORD + PyBytes_GET_SIZE(PyTuple_GET_ITEM(m, 1)) + f.topic_len
+            + PyBytes_GET_SIZE(PyTuple_GET_ITEM(m, 2)) + (f.born_len - 8) + (f.store_len - 8);
+        PyObject *size_o = PyLong_FromSsize_t(size);
+        if (!size_o) goto done;
+        PyList_SET_ITEM(sizes, i, size_o);
+        PyObject *msg_id = offset_msg_id(store.buf, store.len, (int64_t)at);
+        if (!msg_id) goto done;
+        PyList_SET_ITEM(ids, i, msg_id);
+        at += size;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *m = PyList_GET_ITEM(members, i), *body = PyTuple_GET_ITEM(m, 1),
+                 *props = PyTuple_GET_ITEM(m, 2);
+        long long flag = PyLong_AsLongLong(PyTuple_GET_ITEM(m, 0));
+        Py_ssize_t size = PyLong_AsSsize_t(PyList_GET_ITEM(sizes, i));
+        fill_record((unsigned char *)buf.buf + pos, size, &f, flag, queue_offset, phys,
+                    (const unsigned char *)PyBytes_AS_STRING(body), PyBytes_GET_SIZE(body),
+                    (const unsigned char *)PyBytes_AS_STRING(props), PyBytes_GET_SIZE(props));
+        pos += size;
+        phys += size;
+        if (counted) queue_offset++;
+    }
+    result = PyTuple_Pack(2, ids, sizes);
+done:
+    Py_XDECREF(ids);
+    Py_XDECREF(sizes);
+    PyBuffer_Release(&buf);
+    PyBuffer_Release(&topic);
+    PyBuffer_Release(&born);
+    PyBuffer_Release(&store);
     return result;
 }
 
@@ -440,6 +560,8 @@ static PyMethodDef methods[] = {
      "A send's stored properties from a canonical string, or None."},
     {"write_record", write_record, METH_VARARGS,
      "Write one stored record into a buffer; (size, offset msg id)."},
+    {"write_batch", write_batch, METH_VARARGS,
+     "Write a batch's records, one queue's, back to back into a buffer; (msg ids, sizes)."},
     {"index_put", index_put, METH_VARARGS,
      "Add one entry to a CRC-32 keyed index file's mapping; the new hash slot count."},
     {NULL, NULL, 0, NULL},

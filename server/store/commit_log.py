@@ -84,9 +84,11 @@ def _wall_clock_ms() -> int:
 # pack_stored_record's bytes, joined and then copied in, are the Python path.
 try:
     refuse_extension("aiorocketmq.server.store._put")
+    from ._put import write_batch as _write_batch
     from ._put import write_record as _write_record
 except ImportError:
     _write_record = None  # type: ignore[assignment]
+    _write_batch = None  # type: ignore[assignment]
 
 
 # Recovery verdicts of _check_record besides a positive record size.
@@ -319,6 +321,10 @@ class CommitLog:
             return AppendMessageResult(AppendMessageStatus.MESSAGE_SIZE_EXCEEDED)
         mf = self._segment_for(total)
         now_ms = self.clock_ms()
+        if _write_batch is not None and mf.wrote_position + total <= mf.allocated:
+            done = self._write_batch_into(mf, prepared, total, now_ms)
+            if done is not None:
+                return done
         wrote = 0
         ids = []
         for inner, topic_b, props_b, store_host in prepared:
@@ -328,6 +334,65 @@ class CommitLog:
         return AppendMessageResult(
             AppendMessageStatus.PUT_OK, wrote_offset=first.commit_log_offset, wrote_bytes=wrote,
             msg_id=",".join(ids), store_timestamp=now_ms, logics_offset=first.queue_offset,
+            msg_num=len(ids), msg_ids=ids,
+        )
+
+    def _write_batch_into(self, mf: MappedFile,
+                          prepared: list[tuple[MessageExtBrokerInner, bytes, bytes, bytes]],
+                          total: int, now_ms: int) -> AppendMessageResult | None:
+        """``append_batch``'s records written by one ``write_batch`` call (``_put.c``) when
+        they share every field but flag, body and properties (a SEND_BATCH_MESSAGE's
+        members); None, nothing written, for any other batch. The same fields and records
+        as ``_encode_into`` for each in turn."""
+        first, topic_b, _, store_host = prepared[0]
+        topic = first.topic
+        queue_id = first.queue_id
+        sys_flag_in = first.sys_flag
+        born_host = first.born_host
+        born_ts = first.born_timestamp
+        reconsume = first.reconsume_times
+        prep = first.prepared_transaction_offset
+        members = []
+        for inner, _t, props_b, host in prepared:
+            if (inner.topic != topic or inner.queue_id != queue_id
+                    or inner.sys_flag != sys_flag_in or inner.born_host != born_host
+                    or host != store_host or inner.born_timestamp != born_ts
+                    or inner.reconsume_times != reconsume
+                    or inner.prepared_transaction_offset != prep or type(inner.body) is not bytes):
+                return None
+            members.append((inner.flag, inner.body, props_b))
+        tx = sys_flag_in & 0xC
+        counted = tx != _PREPARED and tx != _ROLLBACK
+        queue_offset = self.topic_queue_table.get((topic, queue_id), 0) if counted else 0
+        sys_flag = sys_flag_in & ~(_BORN_V6 | _STORE_V6)
+        if len(born_host) == 20:
+            sys_flag |= _BORN_V6
+        if len(store_host) == 20:
+            sys_flag |= _STORE_V6
+        pos = mf.wrote_position
+        phys = start = mf.file_from_offset + pos
+        ids, sizes = _write_batch(
+            mf.mm, pos, topic_b, queue_id, queue_offset, counted, phys, sys_flag, born_ts,
+            born_host, now_ms, store_host, reconsume, prep, members)
+        mf.wrote_position = pos + total
+        mf.last_modified_ms = now_ms if self.clock_ms is _wall_clock_ms else _wall_clock_ms()
+        delay_levels = self.delay_levels
+        offset = queue_offset
+        for (inner, _t, _p, _h), size, msg_id in zip(prepared, sizes, ids, strict=True):
+            inner.sys_flag = sys_flag
+            inner.store_timestamp = now_ms
+            inner.queue_offset = offset
+            inner.commit_log_offset = phys
+            inner.msg_id = msg_id
+            inner.tags_code = compute_tags_code(topic, inner.properties, now_ms, delay_levels)
+            phys += size
+            if counted:
+                offset += 1
+        if counted:
+            self.topic_queue_table[(topic, queue_id)] = offset
+        return AppendMessageResult(
+            AppendMessageStatus.PUT_OK, wrote_offset=start, wrote_bytes=total,
+            msg_id=",".join(ids), store_timestamp=now_ms, logics_offset=queue_offset,
             msg_num=len(ids), msg_ids=ids,
         )
 
