@@ -43,6 +43,17 @@
  *   Refuses (IndexError) any slot, entry or header outside ``buf``, and (ValueError) a
  *   ``hash_slot_num`` or ``count`` below 1.
  *
+ * cq_units(buf, pos, offsets, end, tags_codes) -> None
+ *
+ *   consume_queue.py's ``put_unit`` fast path for each record of a batch in turn: the
+ *   20-byte units (commit-log offset int64, size int32, tags code int64, big-endian) of
+ *   records lying back to back at ``offsets`` (a list, ascending), the last ending at
+ *   ``end``, written one after another into ``buf`` from ``pos``; record i's size is
+ *   offsets[i + 1] - offsets[i] (``end`` - its offset for the last). Refuses, before
+ *   writing anything: lists of different lengths or of non-ints (TypeError, OverflowError),
+ *   a size not in 1..2^31-1 (ValueError), units that do not fit in ``buf`` from ``pos``
+ *   (IndexError).
+ *
  * send_properties(raw, cluster, suffix) -> (props, stored, wait) | None
  *
  *   processors/send.py's ``stored_properties`` for a canonical properties string: every
@@ -365,6 +376,57 @@ done:
     return result;
 }
 
+#define CQ_UNIT 20
+
+static PyObject *cq_units(PyObject *Py_UNUSED(self), PyObject *args) {
+    Py_buffer buf;
+    Py_ssize_t pos;
+    PyObject *offsets, *tags;
+    long long end;
+    if (!PyArg_ParseTuple(args, "w*nO!LO!:cq_units", &buf, &pos, &PyList_Type, &offsets, &end,
+                          &PyList_Type, &tags))
+        return NULL;
+    PyObject *result = NULL;
+    Py_ssize_t n = PyList_GET_SIZE(offsets);
+    if (PyList_GET_SIZE(tags) != n) {
+        PyErr_SetString(PyExc_TypeError, "offsets and tags codes differ in length");
+        goto done;
+    }
+    if (pos < 0 || pos > buf.len || n > (buf.len - pos) / CQ_UNIT) {
+        PyErr_SetString(PyExc_IndexError, "units do not fit in the buffer");
+        goto done;
+    }
+    /* Every size and tags code checked before anything is written. */
+    for (Py_ssize_t i = 0; i < n; i++) {
+        long long at = PyLong_AsLongLong(PyList_GET_ITEM(offsets, i));
+        if (at == -1 && PyErr_Occurred()) goto done;
+        long long next = end;
+        if (i + 1 < n) {
+            next = PyLong_AsLongLong(PyList_GET_ITEM(offsets, i + 1));
+            if (next == -1 && PyErr_Occurred()) goto done;
+        }
+        long long size;
+        if (__builtin_sub_overflow(next, at, &size) || size < 1 || size > INT32_MAX) {
+            PyErr_SetString(PyExc_ValueError, "a record size is not in 1..2^31-1");
+            goto done;
+        }
+        long long code = PyLong_AsLongLong(PyList_GET_ITEM(tags, i));
+        if (code == -1 && PyErr_Occurred()) goto done;
+    }
+    unsigned char *u = (unsigned char *)buf.buf + pos;
+    for (Py_ssize_t i = 0; i < n; i++, u += CQ_UNIT) {
+        long long at = PyLong_AsLongLong(PyList_GET_ITEM(offsets, i));
+        long long next = i + 1 < n ? PyLong_AsLongLong(PyList_GET_ITEM(offsets, i + 1)) : end;
+        put64(u, (uint64_t)at);
+        put32(u + 8, (uint32_t)(next - at));
+        put64(u + 12, (uint64_t)PyLong_AsLongLong(PyList_GET_ITEM(tags, i)));
+    }
+    result = Py_NewRef(Py_None);
+done:
+    PyBuffer_Release(&buf);
+    return result;
+}
+
 static PyObject *send_properties(PyObject *Py_UNUSED(self), PyObject *args) {
     PyObject *raw, *cluster, *suffix;
     if (!PyArg_ParseTuple(args, "UUU:send_properties", &raw, &cluster, &suffix)) return NULL;
@@ -562,6 +624,8 @@ static PyMethodDef methods[] = {
      "Write one stored record into a buffer; (size, offset msg id)."},
     {"write_batch", write_batch, METH_VARARGS,
      "Write a batch's records, one queue's, back to back into a buffer; (msg ids, sizes)."},
+    {"cq_units", cq_units, METH_VARARGS,
+     "Write the consume-queue units of records lying back to back into a buffer."},
     {"index_put", index_put, METH_VARARGS,
      "Add one entry to a CRC-32 keyed index file's mapping; the new hash slot count."},
     {NULL, NULL, 0, NULL},

@@ -23,8 +23,18 @@ import struct
 import time
 from collections.abc import Callable
 
+from aiorocketmq import refuse_extension
+
 from .config import CQ_STORE_UNIT_SIZE
 from .mapped_file import MappedFile, MappedFileQueue
+
+# A batch's units written by one C call (server/store/_put.c); without it (or under
+# AIOROCKETMQ_NO_EXTENSIONS) put_units declines and each unit takes put_unit.
+try:
+    refuse_extension("aiorocketmq.server.store._put")
+    from ._put import cq_units as _cq_units
+except ImportError:
+    _cq_units = None  # type: ignore[assignment]
 
 __all__ = ["ConsumeQueue", "ConsumeQueueGapError", "CQ_STORE_UNIT_SIZE", "CQ_UNIT"]
 
@@ -231,6 +241,26 @@ class ConsumeQueue:
             )
         self.max_physic_offset = phy_offset + size
         return mf.append(_pack_unit(phy_offset, size, tags_code))
+
+    def put_units(self, offsets: list[int], end: int, tags_codes: list[int], cq_offset: int) -> bool:
+        """``put_unit`` for records lying back to back at ``offsets`` (the last ending at
+        ``end``), queue offsets ``cq_offset`` on, in one C call: only when every unit is the
+        next one of the segment being written, its blocks reserved, none already held.
+        Returns False, nothing written, for any other case (the caller puts each unit)."""
+        files = self.mfq.files
+        if _cq_units is None or not files or not offsets or offsets[0] < self.max_physic_offset:
+            return False
+        mf = files[-1]
+        pos = mf.wrote_position
+        stop = pos + len(offsets) * CQ_STORE_UNIT_SIZE
+        if (mf.file_from_offset + pos != cq_offset * CQ_STORE_UNIT_SIZE or stop > mf.allocated
+                or stop > mf.file_size or (mf.first_create_in_queue and pos == 0)):
+            return False
+        _cq_units(mf.mm, pos, offsets, end, tags_codes)
+        self.max_physic_offset = end
+        mf.wrote_position = stop
+        mf.last_modified_ms = int(_time() * 1000)
+        return True
 
     # -- reading --
 

@@ -147,3 +147,17 @@ class Dispatcher:
             self.dispatched_offset = end
             self.dispatched_timestamp = store_timestamp
         return counted
+
+    def dispatch_batch_units(self, topic: str, queue_id: int, offsets: list[int], end: int,
+                             tags_codes: list[int], consume_queue_offset: int, sys_flag: int) -> bool:
+        """The queue units of a batch's records (back to back at ``offsets``, the last ending
+        at ``end``, one queue, one sys flag, queue offsets ``consume_queue_offset`` on) in one
+        call (``ConsumeQueue.put_units``). False, nothing written, when the records get no
+        unit or it is not that plain case: the caller then dispatches each record with
+        ``dispatch_record``. On True the caller still builds each record's index entries
+        (``index.build_index``) and then sets ``dispatched_offset``/``dispatched_timestamp``."""
+        tx = sys_flag & 0xC
+        if tx == _PREPARED or tx == _ROLLBACK:
+            return False
+        cq = self._find_or_create_queue(topic, queue_id)
+        return cq.put_units(offsets, end, tags_codes, consume_queue_offset)

@@ -559,6 +559,43 @@ class MessageStore:
                 # The record is stored and dispatched; a listener bug must not fail the put.
                 log.exception("store.arriving_listener_failed", topic=inner.topic, queue_id=inner.queue_id)
 
+    def _dispatch_batch(self, inners: Sequence[MessageExtBrokerInner], end: int) -> bool:
+        """``_dispatch_inner`` for each member of an appended batch, its queue units written
+        by one call (``Dispatcher.dispatch_batch_units``). False, nothing dispatched, unless
+        the members share one sys flag and get units that call can write (then the caller
+        dispatches each member). The listener and the index then see every unit of the
+        batch written, where ``_dispatch_inner`` writes them one at a time."""
+        first = inners[0]
+        sys_flag = first.sys_flag
+        if len(inners) < 2 or any(m.sys_flag != sys_flag for m in inners):
+            return False
+        dispatcher = self.dispatcher
+        if not dispatcher.dispatch_batch_units(
+                first.topic, first.queue_id, [m.commit_log_offset for m in inners], end,
+                [m.tags_code for m in inners], first.queue_offset, sys_flag):
+            return False
+        index = dispatcher.index
+        listener = self._listener
+        topic = first.topic
+        queue_id = first.queue_id
+        for inner in inners:
+            props = inner.properties
+            if index is not None:
+                index.build_index(topic, props.get(_KEYS), props.get(_UNIQ),
+                                  inner.commit_log_offset, inner.store_timestamp)
+            if listener is not None:
+                try:
+                    listener(topic, queue_id, inner.queue_offset + 1, inner.tags_code,
+                             inner.store_timestamp, props)
+                except Exception:
+                    # The record is stored and dispatched; a listener bug must not fail the put.
+                    log.exception("store.arriving_listener_failed", topic=topic, queue_id=queue_id)
+        last = inners[-1]
+        if end > dispatcher.dispatched_offset:
+            dispatcher.dispatched_offset = end
+            dispatcher.dispatched_timestamp = last.store_timestamp
+        return True
+
     def _append_failed(self, exc: OSError, inner: MessageExtBrokerInner) -> PutMessageResult:
         log.error("store.create_mapped_file_failed", topic=inner.topic, queue_id=inner.queue_id,
                   error=repr(exc))
@@ -673,9 +710,10 @@ class MessageStore:
         if result.status is not AppendMessageStatus.PUT_OK:
             return PutMessageResult(self._APPEND_STATUS[result.status], result)
         end = result.wrote_offset + result.wrote_bytes
-        for i, inner in enumerate(inners):
-            nxt = inners[i + 1].commit_log_offset if i + 1 < len(inners) else end
-            self._dispatch_inner(inner, nxt - inner.commit_log_offset)
+        if not self._dispatch_batch(inners, end):
+            for i, inner in enumerate(inners):
+                nxt = inners[i + 1].commit_log_offset if i + 1 < len(inners) else end
+                self._dispatch_inner(inner, nxt - inner.commit_log_offset)
         ended = _perf()
         if (ended - started) * 1000.0 > self.config.os_page_cache_busy_timeout_ms:
             self._page_cache_busy(started, ended)
