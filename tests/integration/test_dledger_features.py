@@ -292,6 +292,11 @@ async def test_spark_source_reads_the_group(group: Group) -> None:
             await producer.send(Message(topic, body))
 
     def read() -> list[tuple[bytes, str]]:
+        # getOrCreate hands back the worker's shared session when a Spark test module ran
+        # in this process before (tests/spark/conftest.py): stop only a session made here.
+        from pyspark import SparkContext
+
+        made_here = SparkContext._active_spark_context is None
         session = (SparkSession.builder.master("local[2]").appName("aiorocketmq-dledger")
                    .config("spark.ui.enabled", "false")
                    .config("spark.sql.shuffle.partitions", "2").getOrCreate())
@@ -303,7 +308,8 @@ async def test_spark_source_reads_the_group(group: Group) -> None:
             return [(bytes(r.body), r.brokerName)
                     for r in df.select("body", "brokerName").collect()]
         finally:
-            session.stop()
+            if made_here:
+                session.stop()
 
     rows = await asyncio.to_thread(read)
     assert sorted(b for b, _ in rows) == sorted(bodies)
