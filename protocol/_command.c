@@ -347,9 +347,22 @@ static Py_ssize_t hslot_offset[N_HSLOTS];
 static PyObject *letter[14];  /* "a" .. "n", interned */
 static PyObject *str_true;
 
-/* SendMessageRequestHeader's slots, and a plain ``__new__``: see resolve_member_offsets. */
-static int resolve_hslots(PyTypeObject *tp) {
-    return resolve_member_offsets(tp, &hslots_of, HSLOT_NAMES, N_HSLOTS, hslot_offset, 1);
+/* A typed-header decoder's arguments (ext, header_type, known) checked and the header
+ * type's slots resolved (a plain ``__new__``: see resolve_member_offsets): -1 an error is
+ * set, 1 not this decoder's case (the caller answers NotImplemented), 0 go on. */
+static int header_args(PyObject *const *args, Py_ssize_t nargs, const char *usage,
+                       PyTypeObject **of, const char *const *names, int n,
+                       Py_ssize_t *offset) {
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, usage);
+        return -1;
+    }
+    if (!PyType_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "header_type must be a type");
+        return -1;
+    }
+    if (!PyDict_CheckExact(args[0])) return 1;
+    return resolve_member_offsets((PyTypeObject *)args[1], of, names, n, offset, 1);
 }
 
 /* ext[letter i] borrowed, or NULL when absent (no exception: the keys are exact str). */
@@ -407,20 +420,12 @@ static PyObject *extra_of(PyObject *ext, PyObject *known) {
 
 static PyObject *send_v2_header(PyObject *Py_UNUSED(module), PyObject *const *args,
                                 Py_ssize_t nargs) {
-    if (nargs != 3) {
-        PyErr_SetString(PyExc_TypeError, "send_v2_header(ext, header_type, known)");
-        return NULL;
-    }
-    PyObject *ext = args[0], *known = args[2];
-    if (!PyType_Check(args[1])) {
-        PyErr_SetString(PyExc_TypeError, "header_type must be a type");
-        return NULL;
-    }
-    PyTypeObject *tp = (PyTypeObject *)args[1];
-    if (!PyDict_CheckExact(ext)) Py_RETURN_NOTIMPLEMENTED;
-    int r = resolve_hslots(tp);
+    int r = header_args(args, nargs, "send_v2_header(ext, header_type, known)", &hslots_of,
+                        HSLOT_NAMES, N_HSLOTS, hslot_offset);
     if (r < 0) return NULL;
     if (r > 0) Py_RETURN_NOTIMPLEMENTED;
+    PyObject *ext = args[0], *known = args[2];
+    PyTypeObject *tp = (PyTypeObject *)args[1];
     PyObject *v[14];
     for (int i = 0; i < 14; i++) {
         v[i] = get_letter(ext, i);
@@ -498,20 +503,12 @@ static Py_ssize_t pslot_offset[N_PSLOTS];
 
 static PyObject *pull_header(PyObject *Py_UNUSED(module), PyObject *const *args,
                              Py_ssize_t nargs) {
-    if (nargs != 3) {
-        PyErr_SetString(PyExc_TypeError, "pull_header(ext, header_type, known)");
-        return NULL;
-    }
-    PyObject *ext = args[0], *known = args[2];
-    if (!PyType_Check(args[1])) {
-        PyErr_SetString(PyExc_TypeError, "header_type must be a type");
-        return NULL;
-    }
-    PyTypeObject *tp = (PyTypeObject *)args[1];
-    if (!PyDict_CheckExact(ext)) Py_RETURN_NOTIMPLEMENTED;
-    int r = resolve_member_offsets(tp, &pslots_of, PSLOT_NAMES, N_PSLOTS, pslot_offset, 1);
+    int r = header_args(args, nargs, "pull_header(ext, header_type, known)", &pslots_of,
+                        PSLOT_NAMES, N_PSLOTS, pslot_offset);
     if (r < 0) return NULL;
     if (r > 0) Py_RETURN_NOTIMPLEMENTED;
+    PyObject *ext = args[0], *known = args[2];
+    PyTypeObject *tp = (PyTypeObject *)args[1];
     PyObject *v[P_EXTRA];
     for (int i = 0; i < P_EXTRA; i++) {
         v[i] = PyDict_GetItemWithError(ext, pull_key[i]);
