@@ -28,18 +28,12 @@ from aiorocketmq.server.store.consume_queue import CQ_UNIT
 from aiorocketmq.server.store.inner import MessageExtBrokerInner, PutMessageStatus
 from aiorocketmq.server.store.message_store import MessageStore
 from tests.unit.test_store_message_store import Clock, make_config
+from tests.unit.test_store_put_native import _native
 
 pytestmark = pytest.mark.timeout(600)
 
 HOST = "127.0.0.1:10911"
 
-
-def _native() -> Any:
-    try:
-        from aiorocketmq.server.store import _put
-    except ImportError as exc:  # pragma: no cover - the suite fails, never skips
-        raise AssertionError("aiorocketmq.server.store._put is not built") from exc
-    return _put
 
 
 def test_the_store_uses_the_c_units_write() -> None:

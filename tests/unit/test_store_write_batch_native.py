@@ -27,6 +27,7 @@ from aiorocketmq.server.store import commit_log as commit_log_module
 from aiorocketmq.server.store.commit_log import CommitLog
 from aiorocketmq.server.store.config import MessageStoreConfig
 from aiorocketmq.server.store.inner import MessageExtBrokerInner
+from tests.unit.test_store_put_native import _native
 
 I32 = st.integers(-(2**31), 2**31 - 1)
 I64 = st.integers(-(2**63), 2**63 - 1)
@@ -34,13 +35,6 @@ HOST = st.one_of(st.binary(min_size=8, max_size=8), st.binary(min_size=20, max_s
 MEMBERS = st.lists(st.tuples(I32, st.binary(max_size=600), st.binary(max_size=300)),
                    min_size=0, max_size=20)
 
-
-def _native() -> Any:
-    try:
-        from aiorocketmq.server.store import _put
-    except ImportError as exc:  # pragma: no cover - the suite fails, never skips
-        raise AssertionError("aiorocketmq.server.store._put is not built") from exc
-    return _put
 
 
 def test_the_store_uses_the_c_batch_write() -> None:
