@@ -413,20 +413,40 @@ class RebalancePushImpl(RebalanceImpl):
                  instance: MQClientInstance, consumer: PushConsumerLike) -> None:
         super().__init__(group, message_model, strategy, instance)
         self.consumer = consumer
+        #: Clear while a new ``sub_version`` is being announced by heartbeat; pulls wait on it.
+        self.version_announced = asyncio.Event()
+        self.version_announced.set()
+        self._announcing = 0
 
     async def message_queue_changed(self, topic: str, mq_all: set[MessageQueue],
                                     mq_divided: set[MessageQueue]) -> None:
-        sd = self.subscription_inner.get(topic)
-        if sd is not None:
-            sd.sub_version = time.time_ns() // 1_000_000
-        count = len(self.process_queue_table)
-        if count:
-            c = self.consumer
-            if c.pull_threshold_for_topic != -1:
-                c.pull_threshold_for_queue = max(1, c.pull_threshold_for_topic // count)
-            if c.pull_threshold_size_for_topic != -1:
-                c.pull_threshold_size_for_queue = max(1, c.pull_threshold_size_for_topic // count)
-        await self.instance.send_heartbeat_to_all_brokers()
+        """A new ``subVersion`` for ``topic``, then a heartbeat that carries it.
+
+        A pull carrying a version the broker has not heard yet is refused with
+        SUBSCRIPTION_NOT_LATEST (and retried only after ``pull_time_delay_ms_when_exception``),
+        so pulls wait on ``version_announced`` until the heartbeat has been answered.
+        Upstream's pull thread can win that race too; here the heartbeat's lock (held by a
+        scheduled heartbeat, say) would make it common.
+        """
+        self._announcing += 1
+        self.version_announced.clear()
+        try:
+            sd = self.subscription_inner.get(topic)
+            if sd is not None:
+                sd.sub_version = time.time_ns() // 1_000_000
+            count = len(self.process_queue_table)
+            if count:
+                c = self.consumer
+                if c.pull_threshold_for_topic != -1:
+                    c.pull_threshold_for_queue = max(1, c.pull_threshold_for_topic // count)
+                if c.pull_threshold_size_for_topic != -1:
+                    c.pull_threshold_size_for_queue = max(
+                        1, c.pull_threshold_size_for_topic // count)
+            await self.instance.send_heartbeat_to_all_brokers()
+        finally:
+            self._announcing -= 1
+            if not self._announcing:
+                self.version_announced.set()
 
     async def remove_unnecessary_message_queue(self, mq: MessageQueue, pq: ProcessQueue) -> bool:
         store = self.consumer.offset_store

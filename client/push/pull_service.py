@@ -137,6 +137,10 @@ class PullMessageService:
                 req.previously_locked = True
                 req.next_offset = offset
         assert c.rebalance is not None and c.instance is not None
+        if not c.rebalance.version_announced.is_set():
+            await c.rebalance.version_announced.wait()
+            if pq.dropped:
+                return
         mq = req.message_queue
         sd = c.rebalance.subscription_inner.get(mq.topic)
         if sd is None:

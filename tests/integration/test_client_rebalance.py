@@ -102,3 +102,53 @@ async def test_join_and_leave_rebalances_and_loses_nothing(namesrv: ServerProces
             for x in started:
                 await x.shutdown()
     assert len(sent) == 80
+
+
+async def test_pulls_wait_for_the_heartbeat_that_announces_a_new_sub_version(
+        namesrv: ServerProcess, broker: ServerProcess, caplog: pytest.LogCaptureFixture) -> None:
+    """A changed queue set's new subVersion reaches the broker before a pull carries it.
+
+    The heartbeat lock is held (as while a scheduled heartbeat is in flight) when the queue
+    set changes; the held pull answered by a new message is followed by the next pull,
+    which must not run ahead of the heartbeat: the broker would refuse it with
+    SUBSCRIPTION_NOT_LATEST and the queue would stall for the exception delay.
+    """
+    topic, group = "ClientRebalanceVersionT", "CG_rebalance_version"
+    bodies: list[bytes] = []
+
+    def listener(msgs: list[MessageExt], ctx: object) -> ConsumeConcurrentlyStatus:
+        bodies.extend(m.body for m in msgs)
+        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS
+
+    async with Producer("PG_rebalance_version", namesrv.address,
+                        default_topic_queue_nums=1) as producer:
+        await producer.send(Message(topic, b"first"))
+        consumer = PushConsumer(group, namesrv.address,
+                                consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
+        consumer.subscribe(topic, "*")
+        consumer.register_message_listener(listener)
+        await consumer.start()
+        try:
+            await wait_for(lambda: b"first" in bodies, 30, "the first message")
+            inst, rb = consumer.instance, consumer.rebalance
+            assert inst is not None and rb is not None
+            mqs = set(rb.topic_subscribe_info_table[topic])
+            version = rb.subscription_inner[topic].sub_version
+            await inst._heartbeat_lock.acquire()
+            try:
+                changed = asyncio.create_task(rb.message_queue_changed(topic, mqs, mqs))
+                await wait_for(lambda: rb.subscription_inner[topic].sub_version != version,
+                               5, "the new subVersion")
+                await producer.send(Message(topic, b"second"))
+                await wait_for(lambda: b"second" in bodies, 30, "the second message")
+                await asyncio.sleep(0.5)  # time for a next pull to run ahead
+            finally:
+                inst._heartbeat_lock.release()
+            await changed
+            await producer.send(Message(topic, b"third"))
+            await wait_for(lambda: b"third" in bodies, 30, "the third message")
+        finally:
+            await consumer.shutdown()
+    refused = [r.getMessage() for r in caplog.records
+               if "SUBSCRIPTION_NOT_LATEST" in r.getMessage()]
+    assert not refused, refused
