@@ -39,7 +39,7 @@ from aiorocketmq import NO_EXTENSIONS
 from aiorocketmq.protocol.codes import RequestCode, SerializeType
 from aiorocketmq.protocol.command import RemotingCommand
 from aiorocketmq.protocol.headers import SendMessageRequestHeader, SendMessageRequestHeaderV2
-from aiorocketmq.protocol.message import encode_properties
+from aiorocketmq.protocol.message import Message, encode_batch, encode_properties
 from aiorocketmq.server.broker.config import BrokerConfig
 from aiorocketmq.server.broker.controller import BrokerController
 from aiorocketmq.server.store.config import MessageStoreConfig
@@ -103,7 +103,10 @@ class NullTransport(asyncio.Transport):
         self.close()
 
 
-def frames(count: int, size: int, serialize: SerializeType = SerializeType.ROCKETMQ) -> list[bytes]:
+def frames(count: int, size: int, serialize: SerializeType = SerializeType.ROCKETMQ,
+           batch: int = 0) -> list[bytes]:
+    if batch:
+        return batch_frames(count, size, serialize, batch)
     body = bytes(range(256)) * (size // 256 + 1)
     out = []
     for i in range(count):
@@ -116,6 +119,31 @@ def frames(count: int, size: int, serialize: SerializeType = SerializeType.ROCKE
         request = RemotingCommand.create_request(
             RequestCode.SEND_MESSAGE_V2, SendMessageRequestHeaderV2.from_v1(header).to_ext_fields(),
             body[:size])
+        request.serialize_type = serialize
+        out.append(request.encode())
+    return out
+
+
+def batch_frames(count: int, size: int, serialize: SerializeType, batch: int) -> list[bytes]:
+    """SEND_BATCH_MESSAGE frames of ``batch`` members each, as stock's client sends them:
+    each member with its own UNIQ_KEY and WAIT, the batch's header with WAIT only."""
+    body = (bytes(range(256)) * (size // 256 + 1))[:size]
+    out = []
+    n = 0
+    for i in range((count + batch - 1) // batch):
+        k = min(batch, count - n)
+        members = [Message(TOPIC, body, properties={"WAIT": "true",
+                                                    "UNIQ_KEY": f"7F0000010001{n + j:020X}"})
+                   for j in range(k)]
+        n += k
+        header = SendMessageRequestHeader(
+            producer_group="BenchPG", topic=TOPIC, default_topic="TBW102",
+            default_topic_queue_nums=4, queue_id=i % 4, sys_flag=0,
+            born_timestamp=int(time.time() * 1000), flag=0,
+            properties=encode_properties({"WAIT": "true"}), reconsume_times=0, batch=True)
+        request = RemotingCommand.create_request(
+            RequestCode.SEND_BATCH_MESSAGE,
+            SendMessageRequestHeaderV2.from_v1(header).to_ext_fields(), encode_batch(members))
         request.serialize_type = serialize
         out.append(request.encode())
     return out
@@ -149,14 +177,15 @@ async def run(args: argparse.Namespace) -> list[float]:
             channel.connection_made(transport)
             per_send = []
             for _ in range(args.runs + 1):
-                chunks = reads(frames(args.messages, args.size, SerializeType[args.serialize]),
-                               args.read_kib * 1024)
+                chunks = reads(frames(args.messages, args.size, SerializeType[args.serialize],
+                                      args.batch), args.read_kib * 1024)
                 await asyncio.sleep(0)
                 cpu = time.process_time()
                 for chunk in chunks:
                     channel.data_received(chunk)
                     await asyncio.sleep(0)  # one loop iteration per read, as from a socket
                 per_send.append((time.process_time() - cpu) / args.messages * 1e6)
+            await asyncio.sleep(0)  # a batch's queue units are written on the next iteration
             stored = sum(broker.store.get_max_offset_in_queue(TOPIC, q) for q in range(4))
             assert stored == (args.runs + 1) * args.messages, f"{stored} sends stored"
             channel.close()
@@ -172,6 +201,9 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=128)
     parser.add_argument("--read-kib", type=int, default=64)
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--batch", type=int, default=0,
+                        help="SEND_BATCH_MESSAGE of this many members (stock's batch send); "
+                             "0: SEND_MESSAGE_V2, one message per send")
     parser.add_argument("--serialize", choices=("ROCKETMQ", "JSON"), default="ROCKETMQ",
                         help="request header encoding (answers use the request's); default "
                              "ROCKETMQ, as stock's benchmark Producer is run")
@@ -198,8 +230,9 @@ def main() -> None:
 
 
 def report(args: argparse.Namespace, per_send: list[float]) -> None:
-    print(f"send path: {statistics.median(per_send):.2f} us CPU per send (median of {args.runs}; "
+    print(f"send path: {statistics.median(per_send):.2f} us CPU per message (median of {args.runs}; "
           f"runs {', '.join(f'{x:.2f}' for x in per_send)}), {args.size} B bodies, "
+          f"{f'batches of {args.batch}, ' if args.batch else ''}"
           f"{args.read_kib} KiB reads, {args.serialize} headers, C extensions "
           f"{'off' if NO_EXTENSIONS else 'on'}{', Python put' if args.python_put else ''}"
           f"{', Python send header' if args.python_header else ''}",

@@ -233,6 +233,9 @@ class BrokerController:
         else:
             self.store = MessageStore(self.store_config, store_host=c.broker_addr,
                                       broker_name=c.broker_name, broker_cluster=c.broker_cluster_name)
+            # A batch's queue units and index entries are written after its answer
+            # (upstream's ReputMessageService dispatches after the put returns).
+            self.store.defer_batch_dispatch = True
             await self.store.start()
             await self._start_ha(requested_port)
         self.pull_processor = PullMessageProcessor(self)

@@ -37,6 +37,14 @@ Writing (``put_message`` / ``put_messages``):
   for (ASYNC_FLUSH), and an awaitable of it otherwise (SYNC_FLUSH group commit).
 * After each record that has a consume-queue unit, the arriving listener is called
   (``set_message_arriving_listener``) before any flush wait.
+* ``defer_batch_dispatch`` (the broker sets it): a batch's consume-queue units, index
+  entries and arriving calls are made on the next event-loop iteration instead of before
+  ``put_messages_nowait`` returns, as upstream's ``ReputMessageService`` dispatches after
+  the put has answered; the sender gets its answer while they are written. Appended
+  batches are dispatched in order, before any later put (``_reserve``), any topic
+  deletion and the shutdown, and before the loop reads the next request from a socket
+  (callbacks queued by a request run before the next poll), so a client that has its
+  answer finds the messages in the queues.
 * ``append_observer`` (optional, metrics): called with the seconds a successful put spent
   reserving, appending and dispatching (the flush wait excluded).
 * Page cache busy (upstream ``isOSPageCacheBusy``): a put whose append and dispatch ran
@@ -315,6 +323,8 @@ class MessageStore:
         self.abort_file = AbortFile(config.abort_path)
         self.dispatcher = Dispatcher(self.find_or_create_consume_queue, self.index)
         self._listener: MessageArrivingListener | None = None
+        self.defer_batch_dispatch = False  # module docstring
+        self._undispatched: list[tuple[Sequence[MessageExtBrokerInner], int]] = []
         self.append_observer: Callable[[float], None] | None = None
         self.put_message_hooks: list[Callable[[MessageExtBrokerInner], PutMessageStatus | None]] = []
         self.os_page_cache_busy_until = float("-inf")  # module docstring, "Page cache busy"
@@ -454,6 +464,7 @@ class MessageStore:
             self._state = "stopped"
             return
         self._state = "stopping"
+        self.dispatch_batches()
         await self.cleaner.stop()
         clean = True
         if self._flush is not None:
@@ -527,6 +538,8 @@ class MessageStore:
 
     def _reserve(self, inner: MessageExtBrokerInner, count: int, n_keys: int) -> None:
         """Create every file the append and its dispatch will need. Raises OSError."""
+        if self._undispatched:
+            self.dispatch_batches()
         tx = inner.sys_flag & 0xC
         if tx != _PREPARED and tx != _ROLLBACK:
             key = (inner.topic, inner.queue_id)
@@ -558,6 +571,27 @@ class MessageStore:
             except Exception:
                 # The record is stored and dispatched; a listener bug must not fail the put.
                 log.exception("store.arriving_listener_failed", topic=inner.topic, queue_id=inner.queue_id)
+
+    def _dispatch_appended_batch(self, inners: Sequence[MessageExtBrokerInner], end: int) -> None:
+        """Dispatch an appended batch ending at ``end``: its units in one call where it can."""
+        if not self._dispatch_batch(inners, end):
+            for i, inner in enumerate(inners):
+                nxt = inners[i + 1].commit_log_offset if i + 1 < len(inners) else end
+                self._dispatch_inner(inner, nxt - inner.commit_log_offset)
+
+    def dispatch_batches(self) -> None:
+        """Dispatch every batch appended but not dispatched yet, in order (module docstring,
+        ``defer_batch_dispatch``). A batch whose dispatch fails is logged and the others
+        are still dispatched: the records are stored, and recovery rebuilds their units."""
+        while self._undispatched:
+            pending, self._undispatched = self._undispatched, []
+            for inners, end in pending:
+                try:
+                    self._dispatch_appended_batch(inners, end)
+                except Exception as exc:
+                    first = inners[0]
+                    log.error("store.dispatch_failed", topic=first.topic, queue_id=first.queue_id,
+                              offset=first.commit_log_offset, error=repr(exc))
 
     def _dispatch_batch(self, inners: Sequence[MessageExtBrokerInner], end: int) -> bool:
         """``_dispatch_inner`` for each member of an appended batch, its queue units written
@@ -710,10 +744,12 @@ class MessageStore:
         if result.status is not AppendMessageStatus.PUT_OK:
             return PutMessageResult(self._APPEND_STATUS[result.status], result)
         end = result.wrote_offset + result.wrote_bytes
-        if not self._dispatch_batch(inners, end):
-            for i, inner in enumerate(inners):
-                nxt = inners[i + 1].commit_log_offset if i + 1 < len(inners) else end
-                self._dispatch_inner(inner, nxt - inner.commit_log_offset)
+        if self.defer_batch_dispatch:
+            if not self._undispatched:
+                asyncio.get_running_loop().call_soon(self.dispatch_batches)
+            self._undispatched.append((inners, end))
+        else:
+            self._dispatch_appended_batch(inners, end)
         ended = _perf()
         if (ended - started) * 1000.0 > self.config.os_page_cache_busy_timeout_ms:
             self._page_cache_busy(started, ended)
@@ -1097,6 +1133,7 @@ class MessageStore:
 
     def delete_topics(self, topics: Iterable[str]) -> int:
         """Drop the consume queues of ``topics`` (their records stay in the log until cleaned)."""
+        self.dispatch_batches()
         doomed = set(topics)
         n = 0
         for key in [k for k in self.consume_queue_table if k[0] in doomed]:

@@ -590,3 +590,52 @@ async def test_delete_topics_and_runtime_info(open_store) -> None:
     info = store.runtime_info()
     assert info["commitLogMaxOffset"] == str(store.get_max_phy_offset())
     assert store.dispatch_behind_bytes() == 0
+
+
+# -- deferred batch dispatch (defer_batch_dispatch, as the broker runs the store) --------
+
+
+async def test_deferred_batch_is_dispatched_on_the_next_iteration(open_store) -> None:
+    store = await open_store()
+    store.defer_batch_dispatch = True
+    arrived: list[int] = []
+    store.set_message_arriving_listener(
+        lambda topic, qid, max_offset, tags_code, ts, props: arrived.append(max_offset))
+    batch = [msg(i) for i in range(5)]
+    r = store.put_messages_nowait(batch)
+    assert r.status is PutMessageStatus.PUT_OK  # type: ignore[union-attr]
+    assert r.append_result.logics_offset == 0 and r.append_result.msg_num == 5  # type: ignore[union-attr]
+    # Answered before the units are written ...
+    assert store.get_max_offset_in_queue("T", 0) == 0 and arrived == []
+    await asyncio.sleep(0)
+    # ... and written, with the index and the arriving calls, one iteration later.
+    assert store.get_max_offset_in_queue("T", 0) == 5 and arrived == [1, 2, 3, 4, 5]
+    assert [m.body for m in pull_all(store, "T", 0)] == [m.body for m in batch]
+    found = store.query_message("T", "UNIQ000003", 32, 0, 2**62)
+    assert len(found.message_buffers) == 1
+    found.release()
+
+
+async def test_a_later_put_dispatches_the_deferred_batch_first(open_store) -> None:
+    """A single put to the same queue in the same iteration: the queue stays in order."""
+    store = await open_store()
+    store.defer_batch_dispatch = True
+    assert store.put_messages_nowait([msg(i) for i in range(3)]).status is PutMessageStatus.PUT_OK  # type: ignore[union-attr]
+    single = msg(3)
+    assert store.put_message_nowait(single).status is PutMessageStatus.PUT_OK  # type: ignore[union-attr]
+    assert single.queue_offset == 3
+    assert store.get_max_offset_in_queue("T", 0) == 4
+    assert [m.body for m in pull_all(store, "T", 0)] == [msg(i).body for i in range(4)]
+    await asyncio.sleep(0)
+    assert store.get_max_offset_in_queue("T", 0) == 4
+
+
+async def test_deleting_a_topic_dispatches_its_deferred_batch_first(open_store) -> None:
+    """Deleted in the same iteration as its batch's put: the topic's queue stays deleted."""
+    store = await open_store()
+    store.defer_batch_dispatch = True
+    store.put_messages_nowait([msg(i) for i in range(4)])
+    assert store.delete_topics(["T"]) == 1
+    await asyncio.sleep(0)
+    assert ("T", 0) not in store.consume_queue_table
+    assert store.get_max_offset_in_queue("T", 0) == 0
