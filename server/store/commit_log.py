@@ -47,6 +47,7 @@ from aiorocketmq.protocol.message import (
     pack_stored_record,
     record_size,
     store_timestamp_pos,
+    tags_to_tags_code,
 )
 
 from .config import MessageStoreConfig
@@ -73,6 +74,7 @@ _BORN_V6 = MessageSysFlag.BORNHOST_V6_FLAG
 _STORE_V6 = MessageSysFlag.STOREHOSTADDRESS_V6_FLAG
 _DELAY = MessageConst.PROPERTY_DELAY_TIME_LEVEL
 _KEYS = MessageConst.PROPERTY_KEYS
+_TAGS = MessageConst.PROPERTY_TAGS
 _UNIQ = MessageConst.PROPERTY_UNIQ_CLIENT_MESSAGE_ID_KEYIDX
 _SCHEDULE_TOPIC = SystemTopic.SCHEDULE_TOPIC
 
@@ -307,6 +309,10 @@ class CommitLog:
 
     def append_batch(self, inners: Sequence[MessageExtBrokerInner]) -> AppendMessageResult:
         """Append records of one queue back to back in one segment, with consecutive queue offsets."""
+        if _write_batch is not None and inners:
+            done = self._append_uniform(inners)
+            if done is not None:
+                return done
         prepared = []
         total = 0
         for inner in inners:
@@ -321,10 +327,6 @@ class CommitLog:
             return AppendMessageResult(AppendMessageStatus.MESSAGE_SIZE_EXCEEDED)
         mf = self._segment_for(total)
         now_ms = self.clock_ms()
-        if _write_batch is not None and mf.wrote_position + total <= mf.allocated:
-            done = self._write_batch_into(mf, prepared, total, now_ms)
-            if done is not None:
-                return done
         wrote = 0
         ids = []
         for inner, topic_b, props_b, store_host in prepared:
@@ -337,14 +339,13 @@ class CommitLog:
             msg_num=len(ids), msg_ids=ids,
         )
 
-    def _write_batch_into(self, mf: MappedFile,
-                          prepared: list[tuple[MessageExtBrokerInner, bytes, bytes, bytes]],
-                          total: int, now_ms: int) -> AppendMessageResult | None:
-        """``append_batch``'s records written by one ``write_batch`` call (``_put.c``) when
-        they share every field but flag, body and properties (a SEND_BATCH_MESSAGE's
-        members); None, nothing written, for any other batch. The same fields and records
-        as ``_encode_into`` for each in turn."""
-        first, topic_b, _, store_host = prepared[0]
+    def _append_uniform(self, inners: Sequence[MessageExtBrokerInner]) -> AppendMessageResult | None:
+        """``append_batch`` by one ``write_batch`` call (``_put.c``) when the members share
+        every field but flag, body and properties (a SEND_BATCH_MESSAGE's members) and carry
+        their properties string; None, nothing written, for any other batch. One pass over
+        the members checks, measures and collects them; the records and refusals are
+        ``_prepare``'s and ``_encode_into``'s for each in turn."""
+        first = inners[0]
         topic = first.topic
         queue_id = first.queue_id
         sys_flag_in = first.sys_flag
@@ -352,15 +353,34 @@ class CommitLog:
         born_ts = first.born_timestamp
         reconsume = first.reconsume_times
         prep = first.prepared_transaction_offset
+        host = first.store_host
+        store_host = host or self.store_host
+        topic_b = topic.encode("utf-8")
+        base = record_size(len(topic_b), 0, 0, len(born_host) == 20, len(store_host) == 20)
+        limit = min(self.config.max_message_size, self.file_size - END_FILE_MIN_BLANK_LENGTH)
         members = []
-        for inner, _t, props_b, host in prepared:
-            if (inner.topic != topic or inner.queue_id != queue_id
-                    or inner.sys_flag != sys_flag_in or inner.born_host != born_host
-                    or host != store_host or inner.born_timestamp != born_ts
-                    or inner.reconsume_times != reconsume
-                    or inner.prepared_transaction_offset != prep or type(inner.body) is not bytes):
+        total = 0
+        for inner in inners:
+            props_s = inner.properties_string
+            body = inner.body
+            if (props_s is None or type(body) is not bytes or inner.topic != topic
+                    or inner.queue_id != queue_id or inner.sys_flag != sys_flag_in
+                    or inner.born_host != born_host or inner.store_host != host
+                    or inner.born_timestamp != born_ts or inner.reconsume_times != reconsume
+                    or inner.prepared_transaction_offset != prep):
                 return None
-            members.append((inner.flag, inner.body, props_b))
+            props_b = props_s.encode("utf-8")
+            size = base + len(body) + len(props_b)
+            if len(props_b) > MAX_PROPERTIES_LENGTH:
+                return AppendMessageResult(AppendMessageStatus.PROPERTIES_SIZE_EXCEEDED)
+            if size > limit or len(topic_b) > MAX_TOPIC_LENGTH:
+                return AppendMessageResult(AppendMessageStatus.MESSAGE_SIZE_EXCEEDED)
+            total += size
+            members.append((inner.flag, body, props_b))
+        if total > self.config.max_message_size or total + END_FILE_MIN_BLANK_LENGTH > self.file_size:
+            return AppendMessageResult(AppendMessageStatus.MESSAGE_SIZE_EXCEEDED)
+        mf = self._segment_for(total)
+        now_ms = self.clock_ms()
         tx = sys_flag_in & 0xC
         counted = tx != _PREPARED and tx != _ROLLBACK
         queue_offset = self.topic_queue_table.get((topic, queue_id), 0) if counted else 0
@@ -376,15 +396,20 @@ class CommitLog:
             born_host, now_ms, store_host, reconsume, prep, members)
         mf.wrote_position = pos + total
         mf.last_modified_ms = now_ms if self.clock_ms is _wall_clock_ms else _wall_clock_ms()
-        delay_levels = self.delay_levels
         offset = queue_offset
-        for (inner, _t, _p, _h), size, msg_id in zip(prepared, sizes, ids, strict=True):
+        scheduled = topic == _SCHEDULE_TOPIC
+        delay_levels = self.delay_levels
+        for inner, size, msg_id in zip(inners, sizes, ids, strict=True):
             inner.sys_flag = sys_flag
             inner.store_timestamp = now_ms
             inner.queue_offset = offset
             inner.commit_log_offset = phys
             inner.msg_id = msg_id
-            inner.tags_code = compute_tags_code(topic, inner.properties, now_ms, delay_levels)
+            if scheduled:
+                inner.tags_code = compute_tags_code(topic, inner.properties, now_ms, delay_levels)
+            else:
+                tags = inner.properties.get(_TAGS)
+                inner.tags_code = tags_to_tags_code(tags) if tags else 0
             phys += size
             if counted:
                 offset += 1
