@@ -737,7 +737,15 @@ class MessageStore:
         first = inners[0]
         started = _perf()
         try:
-            self._reserve(first, len(inners), sum(self._key_count(m.properties) for m in inners))
+            n_keys = 0
+            for m in inners:  # _key_count inlined
+                props = m.properties
+                if props.get(_UNIQ):
+                    n_keys += 1
+                keys = props.get(_KEYS)
+                if keys:
+                    n_keys += sum(1 for k in keys.split(" ") if k)
+            self._reserve(first, len(inners), n_keys)
             result = self.commit_log.append_batch(inners)
         except OSError as exc:
             return self._append_failed(exc, first)
