@@ -43,6 +43,18 @@
  *   Refuses (IndexError) any slot, entry or header outside ``buf``, and (ValueError) a
  *   ``hash_slot_num`` or ``count`` below 1.
  *
+ * index_put_many(buf, hash_slot_num, entries_base, count, prefix, keys, phy_offsets,
+ *                store_timestamp, begin_timestamp, begin_phy_offset, hash_slot_count)
+ *     -> hash_slot_count
+ *
+ *   ``index_put`` for each key of the list ``keys`` in turn, as the key ``prefix`` (bytes,
+ *   the UTF-8 of ``topic#``) + key, with ``phy_offsets[i]`` (a list as long), entries
+ *   ``count`` .. ``count + n - 1``, every entry at one ``store_timestamp``; the header
+ *   rewritten once, as the last ``index_put`` leaves it. Refuses, before writing
+ *   anything: lists of different lengths, empty, of non-str keys or non-int offsets
+ *   (TypeError, OverflowError, UnicodeEncodeError), entries or slots outside ``buf``
+ *   (IndexError), ``hash_slot_num`` or ``count`` below 1 (ValueError).
+ *
  * cq_units(buf, pos, offsets, end, tags_codes) -> None
  *
  *   consume_queue.py's ``put_unit`` fast path for each record of a batch in turn: the
@@ -322,6 +334,63 @@ done:
     return result;
 }
 
+/* Seconds from begin_ts to store_ts clamped to 0..2^31-1 (0 without a begin). */
+static long long index_time_diff(long long store_ts, long long begin_ts) {
+    if (begin_ts <= 0) return 0;
+    long long d = store_ts - begin_ts;
+    /* Python's // floors; C's / truncates toward zero: a negative d clamps to 0 either way */
+    long long diff = d < 0 ? 0 : d / 1000;
+    return diff > INT32_MAX ? INT32_MAX : diff;
+}
+
+/* Entry ``count`` for a key of this hash (the caller checked slot and entry in bounds);
+ * the slot then points at it. Returns the hash slot count, one more for an empty slot. */
+static long long index_entry(unsigned char *mm, long long slots, long long entries_base,
+                             long long count, int32_t hash, long long phy, long long diff,
+                             long long slot_count) {
+    long long slot_pos = INDEX_HEADER + (long long)(hash % slots) * 4;
+    int32_t prev = get32(mm + slot_pos);
+    if (prev <= 0 || prev > count) prev = 0;
+    unsigned char *e = mm + entries_base + count * INDEX_ENTRY;
+    put32(e, (uint32_t)hash);
+    put64(e + 4, (uint64_t)phy);
+    put32(e + 12, (uint32_t)diff);
+    put32(e + 16, (uint32_t)prev);
+    put32(mm + slot_pos, (uint32_t)count);
+    return prev == 0 ? slot_count + 1 : slot_count;
+}
+
+static void index_header(unsigned char *mm, long long begin_ts, long long end_ts,
+                         long long begin_phy, long long end_phy, long long slot_count,
+                         long long index_count) {
+    put64(mm, (uint64_t)begin_ts);
+    put64(mm + 8, (uint64_t)end_ts);
+    put64(mm + 16, (uint64_t)begin_phy);
+    put64(mm + 24, (uint64_t)end_phy);
+    put32(mm + 32, (uint32_t)slot_count);
+    put32(mm + 36, (uint32_t)index_count);
+}
+
+/* Entries count .. count + n - 1 and every slot inside ``len`` bytes? */
+static int index_room(Py_ssize_t len, long long slots, long long entries_base, long long count,
+                      long long n) {
+    long long end, slot_end;
+    if (slots < 1 || count < 1 || entries_base < 0 || n < 0) {
+        PyErr_SetString(PyExc_ValueError, "hash_slot_num and count are at least 1");
+        return 0;
+    }
+    if (__builtin_add_overflow(count, n, &end) || end > (long long)INT32_MAX
+        || __builtin_mul_overflow(end, (long long)INDEX_ENTRY, &end)
+        || __builtin_add_overflow(end, entries_base, &end) || end > (long long)len
+        || __builtin_mul_overflow(slots, 4LL, &slot_end)
+        || __builtin_add_overflow(slot_end, (long long)INDEX_HEADER, &slot_end)
+        || slot_end > (long long)len) {
+        PyErr_SetString(PyExc_IndexError, "index slot or entry outside the buffer");
+        return 0;
+    }
+    return 1;
+}
+
 static PyObject *index_put(PyObject *Py_UNUSED(self), PyObject *args) {
     Py_buffer buf;
     PyObject *key;
@@ -348,31 +417,69 @@ static PyObject *index_put(PyObject *Py_UNUSED(self), PyObject *args) {
         goto done;
     }
     unsigned char *mm = buf.buf;
-    int32_t prev = get32(mm + slot_pos);
-    if (prev <= 0 || prev > count) prev = 0;
-    long long diff = 0;
-    if (begin_ts > 0) {
-        long long d = store_ts - begin_ts;
-        /* Python's // floors; C's / truncates toward zero: a negative d clamps to 0 either way */
-        diff = d < 0 ? 0 : d / 1000;
-        if (diff > INT32_MAX) diff = INT32_MAX;
-    }
-    unsigned char *e = mm + entry_pos;
-    put32(e, (uint32_t)hash);
-    put64(e + 4, (uint64_t)phy);
-    put32(e + 12, (uint32_t)diff);
-    put32(e + 16, (uint32_t)prev);
-    put32(mm + slot_pos, (uint32_t)count);
-    if (prev == 0) slot_count++;
-    put64(mm, (uint64_t)begin_ts);
-    put64(mm + 8, (uint64_t)store_ts);
-    put64(mm + 16, (uint64_t)begin_phy);
-    put64(mm + 24, (uint64_t)phy);
-    put32(mm + 32, (uint32_t)slot_count);
-    put32(mm + 36, (uint32_t)(count + 1));
+    slot_count = index_entry(mm, slots, entries_base, count, hash, phy,
+                             index_time_diff(store_ts, begin_ts), slot_count);
+    index_header(mm, begin_ts, store_ts, begin_phy, phy, slot_count, count + 1);
     result = PyLong_FromLongLong(slot_count);
 done:
     PyBuffer_Release(&buf);
+    return result;
+}
+
+static PyObject *index_put_many(PyObject *Py_UNUSED(self), PyObject *args) {
+    Py_buffer buf, prefix;
+    PyObject *keys, *phys;
+    long long slots, entries_base, count, store_ts, begin_ts, begin_phy, slot_count;
+    if (!PyArg_ParseTuple(args, "w*LLLy*O!O!LLLL:index_put_many", &buf, &slots, &entries_base,
+                          &count, &prefix, &PyList_Type, &keys, &PyList_Type, &phys, &store_ts,
+                          &begin_ts, &begin_phy, &slot_count))
+        return NULL;
+    PyObject *result = NULL;
+    Py_ssize_t n = PyList_GET_SIZE(keys);
+    if (PyList_GET_SIZE(phys) != n || n < 1) {
+        PyErr_SetString(PyExc_TypeError, "keys and offsets differ in length or are empty");
+        goto done;
+    }
+    if (!index_room(buf.len, slots, entries_base, count, n)) goto done;
+    if (prefix.len > 0x40000000) {
+        PyErr_SetString(PyExc_ValueError, "index key prefix over 1 GiB");
+        goto done;
+    }
+    /* Every key and offset read before anything is written. */
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *key = PyList_GET_ITEM(keys, i);
+        if (!PyUnicode_Check(key)) {
+            PyErr_SetString(PyExc_TypeError, "index keys are str");
+            goto done;
+        }
+        if (!PyUnicode_AsUTF8AndSize(key, NULL)) goto done;
+        long long phy = PyLong_AsLongLong(PyList_GET_ITEM(phys, i));
+        if (phy == -1 && PyErr_Occurred()) goto done;
+    }
+    uLong seed = crc32(crc32(0L, Z_NULL, 0), (const Bytef *)prefix.buf, (uInt)prefix.len);
+    unsigned char *mm = buf.buf;
+    long long diff = index_time_diff(store_ts, begin_ts);
+    long long phy = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_ssize_t key_len;
+        const char *key_b = PyUnicode_AsUTF8AndSize(PyList_GET_ITEM(keys, i), &key_len);
+        uLong crc = seed;
+        const unsigned char *p = (const unsigned char *)key_b;
+        while (key_len > 0) {
+            uInt chunk = key_len > (Py_ssize_t)0x40000000 ? 0x40000000u : (uInt)key_len;
+            crc = crc32(crc, p, chunk);
+            p += chunk;
+            key_len -= chunk;
+        }
+        phy = PyLong_AsLongLong(PyList_GET_ITEM(phys, i));
+        slot_count = index_entry(mm, slots, entries_base, count + i,
+                                 (int32_t)(crc & 0x7FFFFFFFu), phy, diff, slot_count);
+    }
+    index_header(mm, begin_ts, store_ts, begin_phy, phy, slot_count, count + n);
+    result = PyLong_FromLongLong(slot_count);
+done:
+    PyBuffer_Release(&buf);
+    PyBuffer_Release(&prefix);
     return result;
 }
 
@@ -628,11 +735,14 @@ static PyMethodDef methods[] = {
      "Write the consume-queue units of records lying back to back into a buffer."},
     {"index_put", index_put, METH_VARARGS,
      "Add one entry to a CRC-32 keyed index file's mapping; the new hash slot count."},
+    {"index_put_many", index_put_many, METH_VARARGS,
+     "index_put for prefix + each key in turn, the header written once; the new slot count."},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "_put", "The store's put path in C (see _put.c).", -1, methods,
+    NULL, NULL, NULL, NULL,
 };
 
 PyMODINIT_FUNC PyInit__put(void) { return PyModule_Create(&module); }

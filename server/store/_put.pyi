@@ -15,6 +15,10 @@ def write_batch(buf: Any, pos: int, topic_b: bytes, queue_id: int, queue_offset:
 def index_put(buf: Any, hash_slot_num: int, entries_base: int, count: int, key: str,
               phy_offset: int, store_timestamp: int, begin_timestamp: int,
               begin_phy_offset: int, hash_slot_count: int, /) -> int: ...
+def index_put_many(buf: Any, hash_slot_num: int, entries_base: int, count: int, prefix: bytes,
+                   keys: list[str], phy_offsets: list[int], store_timestamp: int,
+                   begin_timestamp: int, begin_phy_offset: int, hash_slot_count: int, /
+                   ) -> int: ...
 def cq_units(buf: Any, pos: int, offsets: list[int], end: int, tags_codes: list[int], /
              ) -> None: ...
 def send_properties(raw: str, cluster: str, suffix: str, /

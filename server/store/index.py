@@ -52,8 +52,10 @@ from .mapped_file import MappedFile, sweep_creating
 try:
     refuse_extension("aiorocketmq.server.store._put")
     from ._put import index_put as _index_put
+    from ._put import index_put_many as _index_put_many
 except ImportError:
     _index_put = None  # type: ignore[assignment]
+    _index_put_many = None  # type: ignore[assignment]
 
 __all__ = ["IndexFile", "IndexService", "QueryOffsetResult"]
 
@@ -155,6 +157,31 @@ class IndexFile:
     def reserve_entries(self, n: int) -> None:
         """Reserve the disk blocks of the slots and the next ``n`` entries. Raises OSError."""
         self.mf.allocate_to(self._entries_base + (self.index_count + n) * INDEX_SIZE)
+
+    def put_keys(self, prefix: str, keys: list[str], phy_offsets: list[int],
+                 store_timestamp: int) -> bool:
+        """``put_key(prefix + keys[i], phy_offsets[i], store_timestamp)`` for each key in
+        turn, in one C call (``_put.index_put_many``); False, nothing written, unless this
+        CRC-32 keyed file has room for all of them and the C module is in use."""
+        count = self.index_count
+        n = len(keys)
+        if _index_put_many is None or self.key_hash is not crc32_key_hash or not n \
+                or count + n > self.index_num:
+            return False
+        if self._entries_base + (count + n) * INDEX_SIZE > self.mf.allocated:
+            self.reserve_entries(n)
+        if count <= 1:
+            self.begin_phy_offset = phy_offsets[0]
+            self.begin_timestamp = store_timestamp
+        self.hash_slot_count = _index_put_many(
+            self.mf.mm, self.hash_slot_num, self._entries_base, count, prefix.encode("utf-8"),
+            keys, phy_offsets, store_timestamp, self.begin_timestamp, self.begin_phy_offset,
+            self.hash_slot_count)
+        self.index_count = count + n
+        self.end_phy_offset = phy_offsets[-1]
+        self.end_timestamp = store_timestamp
+        self.dirty = True
+        return True
 
     def put_key(self, key: str, phy_offset: int, store_timestamp: int) -> bool:
         """Add one entry; False when the file is full. Raises OSError (no disk for it)."""
@@ -427,6 +454,21 @@ class IndexService:
             for k in keys.split(" "):
                 if k:
                     self._put(build_key(topic, k), phy_offset, store_timestamp)
+
+    def build_index_uniq(self, topic: str, uniq_keys: list[str], phy_offsets: list[int],
+                         store_timestamp: int) -> bool:
+        """``build_index(topic, None, uniq_keys[i], phy_offsets[i], store_timestamp)`` for
+        records in ascending order, all in the current file by one C call; False, nothing
+        written, when they are not all new and do not all fit there (the caller indexes
+        them one at a time)."""
+        if not phy_offsets or phy_offsets[0] <= self.last_indexed_offset:
+            return False
+        files = self.files
+        if not files or not files[-1].put_keys(topic + "#", uniq_keys, phy_offsets,
+                                               store_timestamp):
+            return False
+        self.last_indexed_offset = phy_offsets[-1]
+        return True
 
     def ensure_capacity(self, n_keys: int) -> None:
         """Open a new file now if the current one cannot take ``n_keys`` more entries.

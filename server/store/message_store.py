@@ -604,14 +604,28 @@ class MessageStore:
         if len(inners) < 2 or any(m.sys_flag != sys_flag for m in inners):
             return False
         dispatcher = self.dispatcher
+        offsets = [m.commit_log_offset for m in inners]
         if not dispatcher.dispatch_batch_units(
-                first.topic, first.queue_id, [m.commit_log_offset for m in inners], end,
+                first.topic, first.queue_id, offsets, end,
                 [m.tags_code for m in inners], first.queue_offset, sys_flag):
             return False
         index = dispatcher.index
         listener = self._listener
         topic = first.topic
         queue_id = first.queue_id
+        if index is not None:
+            # The usual batch (every member a UNIQ_KEY, no KEYS, one store timestamp):
+            # its index entries in one call; otherwise one member at a time.
+            uniqs = []
+            for inner in inners:
+                props = inner.properties
+                uniq = props.get(_UNIQ)
+                if not uniq or props.get(_KEYS) or inner.store_timestamp != first.store_timestamp:
+                    break
+                uniqs.append(uniq)
+            else:
+                if index.build_index_uniq(topic, uniqs, offsets, first.store_timestamp):
+                    index = None
         for inner in inners:
             props = inner.properties
             if index is not None:

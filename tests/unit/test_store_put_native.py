@@ -186,6 +186,89 @@ def test_index_put_fits_exactly() -> None:
     assert int.from_bytes(buf[36:40], "big") == 2  # index count
 
 
+uniq_runs = st.lists(st.lists(st.tuples(st.text(min_size=1, max_size=12), st.integers(1, 5000)),
+                              min_size=1, max_size=12), max_size=8)
+
+
+@settings(max_examples=200, deadline=None)
+@given(uniq_runs, st.integers(1, 7), st.integers(2, 40), st.text(max_size=6))
+@example([[("a", 1), ("\ud800", 2)]], 1, 5, "T")  # lone surrogate: nothing written
+def test_index_put_many_is_put_key_each(tmp_path_factory: pytest.TempPathFactory,
+                                        runs: list[list[tuple[str, int]]], slots: int,
+                                        index_num: int, topic: str) -> None:
+    """``IndexService.build_index_uniq`` (one ``index_put_many`` call per run of records;
+    a run that is refused is indexed one record at a time, as the store does) against
+    ``build_index`` once a record with the Python put (the reference): the same files,
+    bytes and fields."""
+    results = []
+    for native in (True, False):
+        root = tmp_path_factory.mktemp("c" if native else "py")
+        svc = IndexService(str(root), hash_slot_num=slots, index_num=index_num)
+        svc.ensure_capacity(1)
+        saved = index_module._index_put, index_module._index_put_many
+        if native:
+            index_module._index_put_many = _native().index_put_many
+        else:
+            index_module._index_put = index_module._index_put_many = None
+        phy = 0
+        try:
+            for i, run in enumerate(runs):
+                offsets = []
+                for _, gap in run:
+                    phy += gap
+                    offsets.append(phy)
+                uniqs = [u for u, _ in run]
+                ts = 1_700_000_000_000 + i * 1500
+                try:
+                    taken = svc.build_index_uniq(topic, uniqs, offsets, ts)
+                except UnicodeEncodeError:
+                    taken = "unicode"
+                if taken is not True:
+                    for u, at in zip(uniqs, offsets, strict=True):
+                        try:
+                            svc.build_index(topic, None, u, at, ts)
+                        except UnicodeEncodeError:
+                            pass
+        finally:
+            index_module._index_put, index_module._index_put_many = saved
+        files = [(bytes(f.mf.mm), f.index_count, f.hash_slot_count, f.begin_timestamp,
+                  f.end_timestamp, f.begin_phy_offset, f.end_phy_offset) for f in svc.files]
+        results.append((files, svc.last_indexed_offset))
+        svc.close()
+    assert results[0] == results[1]
+
+
+def test_index_put_many_takes_a_run_that_fits(tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(index_module, "_index_put_many", _native().index_put_many)
+    svc = IndexService(str(tmp_path), hash_slot_num=8, index_num=10)
+    svc.ensure_capacity(1)
+    assert svc.build_index_uniq("T", ["a", "b", "c"], [10, 20, 30], 1_700_000_000_000)
+    assert svc.files[-1].index_count == 4 and svc.last_indexed_offset == 30
+    assert not svc.build_index_uniq("T", ["d"], [30], 1_700_000_000_000)  # not new
+    assert not svc.build_index_uniq("T", list("defghij"), list(range(31, 38)), 1_700_000_000_000)
+    assert svc.files[-1].index_count == 4  # seven more do not fit: nothing written
+    assert svc.query("T", "b", 8, 0, 2**62).phy_offsets == [20]
+
+
+@pytest.mark.parametrize("args", [
+    (bytearray(84), 1, 44, 1, b"T#", ["a", "b"], [1, 2], 0, 0, 0, 0),    # room for one
+    (bytearray(200), 1, 44, 1, b"T#", ["a", "b"], [1], 0, 0, 0, 0),      # lengths differ
+    (bytearray(200), 1, 44, 1, b"T#", [], [], 0, 0, 0, 0),               # empty
+    (bytearray(200), 1, 44, 1, b"T#", ["a", 2], [1, 2], 0, 0, 0, 0),     # a key not str
+    (bytearray(200), 1, 44, 1, b"T#", ["a", "b"], [1, "2"], 0, 0, 0, 0),  # an offset not int
+    (bytearray(200), 1, 44, 1, b"T#", ["a", "\ud800"], [1, 2], 0, 0, 0, 0),
+    (bytearray(200), 0, 44, 1, b"T#", ["a"], [1], 0, 0, 0, 0),           # no slots
+    (bytearray(200), 2**62, 44, 1, b"T#", ["a"], [1], 0, 0, 0, 0),       # slots overflow
+    (bytearray(200), 1, 44, 2**31, b"T#", ["a"], [1], 0, 0, 0, 0),       # count past int32
+])
+def test_index_put_many_refuses_before_writing(args: tuple[Any, ...]) -> None:
+    before = bytes(args[0])
+    with pytest.raises((IndexError, ValueError, TypeError, OverflowError, UnicodeEncodeError)):
+        _native().index_put_many(*args)
+    assert bytes(args[0]) == before
+
+
 # -- the whole append --
 
 records = st.lists(st.tuples(
