@@ -57,7 +57,7 @@ groups, shut the store down (flush + checkpoint), close the nameserver client.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Mapping
+from collections.abc import Awaitable, Mapping, Sequence
 from pathlib import Path
 
 from aiorocketmq.logs import get_logger
@@ -73,6 +73,7 @@ from aiorocketmq.server.metrics import BrokerMetrics
 from aiorocketmq.server.store.config import MessageStoreConfig
 from aiorocketmq.server.store.dledger.store import DLedgerMessageStore
 from aiorocketmq.server.store.ha import HAService
+from aiorocketmq.server.store.inner import MessageExtBrokerInner
 from aiorocketmq.server.store.message_store import MessageStore
 from aiorocketmq.server.store.timer import TIMER_TOPIC, TimerMessageStore, TimerSendHook
 
@@ -246,7 +247,8 @@ class BrokerController:
             short_polling_time_ms=c.short_polling_time_ms,
             max_per_queue=c.max_suspended_pulls_per_queue,
             max_total=c.max_suspended_pulls)
-        self.store.set_message_arriving_listener(self._on_message_arriving)
+        self.store.set_message_arriving_listener(self._on_message_arriving,
+                                                 self._on_batch_arriving)
         self.timer = TimerMessageStore(self.store, self.store_config)
         self.store.put_message_hooks.append(self.timer.check_and_transform)
         if self.store_config.timer_wheel_enable and not self.store_config.is_slave:
@@ -375,6 +377,20 @@ class BrokerController:
                              store_timestamp: int, properties: dict[str, str]) -> None:
         if self.config.long_polling_enable:
             self.pull_hold.notify_message_arriving(topic, queue_id, max_offset, tags_code, properties)
+        if self.schedule is not None:
+            self.schedule.notify_message_arriving(topic, queue_id)
+        if self.timer is not None:
+            self.timer.notify_message_arriving(topic, queue_id)
+
+    def _on_batch_arriving(self, topic: str, queue_id: int,
+                           members: Sequence[MessageExtBrokerInner]) -> None:
+        """``_on_message_arriving`` for a batch's members: parked pulls of the queue are
+        offered each member (their filters decide), the delay and timer services are woken
+        once."""
+        if self.config.long_polling_enable and self.pull_hold.is_waiting(topic, queue_id):
+            notify = self.pull_hold.notify_message_arriving
+            for m in members:
+                notify(topic, queue_id, m.queue_offset + 1, m.tags_code, m.properties)
         if self.schedule is not None:
             self.schedule.notify_message_arriving(topic, queue_id)
         if self.timer is not None:

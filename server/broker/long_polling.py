@@ -182,6 +182,11 @@ class PullRequestHoldService:
 
     # -- waking -----------------------------------------------------------------------------
 
+    def is_waiting(self, topic: str, queue_id: int) -> bool:
+        """Whether a pull of ``topic@queue_id`` is parked."""
+        table = self._table
+        return bool(table) and bool(table.get(f"{topic}@{queue_id}"))
+
     def notify_message_arriving(self, topic: str, queue_id: int, max_offset: int,
                                 tags_code: int | None = None,
                                 properties: Mapping[str, str] | None = None) -> None:

@@ -141,6 +141,7 @@ __all__ = [
     "GetMessageStatus",
     "GetMessageResult",
     "QueryMessageResult",
+    "BatchArrivingListener",
     "MessageArrivingListener",
     "MessageFilter",
     "RecordFilter",
@@ -151,6 +152,9 @@ _perf = time.perf_counter
 
 # cb(topic, queue_id, max_offset_after_put, tags_code, store_timestamp, properties)
 MessageArrivingListener = Callable[[str, int, int, int, int, dict[str, str]], None]
+#: ``cb(topic, queue_id, members)`` once for a dispatched batch's members (each stamped
+#: with its queue offset, tags code and store timestamp), instead of the listener per member.
+BatchArrivingListener = Callable[[str, int, Sequence[MessageExtBrokerInner]], None]
 # filter(tags_code) -> matched; applied to consume-queue units (docs/PROTOCOL.md 6.1)
 MessageFilter = Callable[[int], bool]
 RecordFilter = Callable[[memoryview], bool]
@@ -323,6 +327,7 @@ class MessageStore:
         self.abort_file = AbortFile(config.abort_path)
         self.dispatcher = Dispatcher(self.find_or_create_consume_queue, self.index)
         self._listener: MessageArrivingListener | None = None
+        self._batch_listener: BatchArrivingListener | None = None
         self.defer_batch_dispatch = False  # module docstring
         self._undispatched: list[tuple[Sequence[MessageExtBrokerInner], int]] = []
         self.append_observer: Callable[[float], None] | None = None
@@ -497,9 +502,13 @@ class MessageStore:
     async def __aexit__(self, *exc: object) -> None:
         await self.shutdown()
 
-    def set_message_arriving_listener(self, cb: MessageArrivingListener | None) -> None:
-        """``cb(topic, queue_id, max_offset, tags_code, store_timestamp, properties)`` per dispatched put."""
+    def set_message_arriving_listener(self, cb: MessageArrivingListener | None,
+                                      batch_cb: BatchArrivingListener | None = None) -> None:
+        """``cb(topic, queue_id, max_offset, tags_code, store_timestamp, properties)`` per
+        dispatched put; ``batch_cb``, when given, once for the members of a batch whose
+        units were written by one call (else ``cb`` is called for each of them too)."""
         self._listener = cb
+        self._batch_listener = batch_cb if cb is not None else None
 
     @property
     def flush_error(self) -> BaseException | None:
@@ -626,18 +635,28 @@ class MessageStore:
             else:
                 if index.build_index_uniq(topic, uniqs, offsets, first.store_timestamp):
                     index = None
-        for inner in inners:
-            props = inner.properties
-            if index is not None:
-                index.build_index(topic, props.get(_KEYS), props.get(_UNIQ),
-                                  inner.commit_log_offset, inner.store_timestamp)
-            if listener is not None:
-                try:
-                    listener(topic, queue_id, inner.queue_offset + 1, inner.tags_code,
-                             inner.store_timestamp, props)
-                except Exception:
-                    # The record is stored and dispatched; a listener bug must not fail the put.
-                    log.exception("store.arriving_listener_failed", topic=topic, queue_id=queue_id)
+        batch_listener = self._batch_listener
+        if batch_listener is not None:
+            listener = None
+        if index is not None or listener is not None:
+            for inner in inners:
+                props = inner.properties
+                if index is not None:
+                    index.build_index(topic, props.get(_KEYS), props.get(_UNIQ),
+                                      inner.commit_log_offset, inner.store_timestamp)
+                if listener is not None:
+                    try:
+                        listener(topic, queue_id, inner.queue_offset + 1, inner.tags_code,
+                                 inner.store_timestamp, props)
+                    except Exception:
+                        # The record is stored and dispatched; a listener bug must not fail the put.
+                        log.exception("store.arriving_listener_failed", topic=topic,
+                                      queue_id=queue_id)
+        if batch_listener is not None:
+            try:
+                batch_listener(topic, queue_id, inners)
+            except Exception:
+                log.exception("store.arriving_listener_failed", topic=topic, queue_id=queue_id)
         last = inners[-1]
         if end > dispatcher.dispatched_offset:
             dispatcher.dispatched_offset = end

@@ -103,3 +103,13 @@ def test_tags_code_compares_low_32_bits_signed() -> None:
                        frozenset({code}), 0.0)
     assert pull.matches(code) and pull.matches(code & 0xFFFFFFFF) and not pull.matches(code + 1)
     assert pull.matches(None)
+
+
+async def test_is_waiting_names_queues_with_parked_pulls() -> None:
+    h = Harness()
+    assert not h.service.is_waiting("T", 0)
+    ch = Channel()
+    h.park(ch, 0)
+    assert h.service.is_waiting("T", 0) and not h.service.is_waiting("T", 1)
+    h.service.notify_message_arriving("T", 0, 1)
+    assert not h.service.is_waiting("T", 0)

@@ -639,3 +639,20 @@ async def test_deleting_a_topic_dispatches_its_deferred_batch_first(open_store) 
     await asyncio.sleep(0)
     assert ("T", 0) not in store.consume_queue_table
     assert store.get_max_offset_in_queue("T", 0) == 0
+
+
+async def test_batch_listener_is_called_once_with_the_stamped_members(open_store) -> None:
+    store = await open_store()
+    singles: list[int] = []
+    batches: list[tuple[str, int, list[tuple[int, int]]]] = []
+    store.set_message_arriving_listener(
+        lambda topic, qid, max_offset, tags_code, ts, props: singles.append(max_offset),
+        lambda topic, qid, members: batches.append(
+            (topic, qid, [(m.queue_offset, m.tags_code) for m in members])))
+    assert (await store.put_message(msg(0))).status is PutMessageStatus.PUT_OK
+    assert singles == [1]  # a single put: the per-put listener
+    tags = ["A", "B", "A"]
+    r = store.put_messages_nowait([msg(i, tags=t) for i, t in enumerate(tags, 1)])
+    assert r.status is PutMessageStatus.PUT_OK  # type: ignore[union-attr]
+    assert batches == [("T", 0, [(i, tags_to_tags_code(t)) for i, t in enumerate(tags, 1)])]
+    assert singles == [1]
