@@ -26,6 +26,7 @@ Upstream: ``store/CommitLog.java`` (``DefaultAppendMessageCallback``, ``recoverN
 
 from __future__ import annotations
 
+import functools
 import struct
 import time
 import zlib
@@ -307,10 +308,13 @@ class CommitLog:
             msg_num=1, msg_ids=[inner.msg_id],
         )
 
-    def append_batch(self, inners: Sequence[MessageExtBrokerInner]) -> AppendMessageResult:
-        """Append records of one queue back to back in one segment, with consecutive queue offsets."""
+    def append_batch(self, inners: Sequence[MessageExtBrokerInner], *,
+                     stamp: bool = True) -> AppendMessageResult:
+        """Append records of one queue back to back in one segment, with consecutive queue
+        offsets. ``stamp=False``: the members' store fields may be left for the result's
+        ``stamp_members`` to set (the store's deferred dispatch calls it)."""
         if _write_batch is not None and inners:
-            done = self._append_uniform(inners)
+            done = self._append_uniform(inners, stamp)
             if done is not None:
                 return done
         prepared = []
@@ -339,7 +343,8 @@ class CommitLog:
             msg_num=len(ids), msg_ids=ids,
         )
 
-    def _append_uniform(self, inners: Sequence[MessageExtBrokerInner]) -> AppendMessageResult | None:
+    def _append_uniform(self, inners: Sequence[MessageExtBrokerInner],
+                        stamp: bool = True) -> AppendMessageResult | None:
         """``append_batch`` by one ``write_batch`` call (``_put.c``) when the members share
         every field but flag, body and properties (a SEND_BATCH_MESSAGE's members) and carry
         their properties string; None, nothing written, for any other batch. One pass over
@@ -396,6 +401,26 @@ class CommitLog:
             born_host, now_ms, store_host, reconsume, prep, members)
         mf.wrote_position = pos + total
         mf.last_modified_ms = now_ms if self.clock_ms is _wall_clock_ms else _wall_clock_ms()
+        if counted:
+            self.topic_queue_table[(topic, queue_id)] = queue_offset + len(ids)
+        result = AppendMessageResult(
+            AppendMessageStatus.PUT_OK, wrote_offset=start, wrote_bytes=total,
+            msg_id=",".join(ids), store_timestamp=now_ms, logics_offset=queue_offset,
+            msg_num=len(ids), msg_ids=ids,
+        )
+        stamping = functools.partial(self._stamp_batch, inners, sizes, ids, queue_offset,
+                                     counted, phys, now_ms, sys_flag)
+        if stamp:
+            stamping()
+        else:
+            result.stamp_members = stamping
+        return result
+
+    def _stamp_batch(self, inners: Sequence[MessageExtBrokerInner], sizes: list[int],
+                     ids: list[str], queue_offset: int, counted: bool, phys: int, now_ms: int,
+                     sys_flag: int) -> None:
+        """Set the store fields of a batch ``_append_uniform`` wrote."""
+        topic = inners[0].topic
         offset = queue_offset
         scheduled = topic == _SCHEDULE_TOPIC
         delay_levels = self.delay_levels
@@ -413,13 +438,6 @@ class CommitLog:
             phys += size
             if counted:
                 offset += 1
-        if counted:
-            self.topic_queue_table[(topic, queue_id)] = offset
-        return AppendMessageResult(
-            AppendMessageStatus.PUT_OK, wrote_offset=start, wrote_bytes=total,
-            msg_id=",".join(ids), store_timestamp=now_ms, logics_offset=queue_offset,
-            msg_num=len(ids), msg_ids=ids,
-        )
 
     # -- reading --
 

@@ -15,6 +15,7 @@ Upstream: ``store/MessageExtBrokerInner.java``, ``PutMessageStatus.java``,
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 __all__ = [
@@ -95,6 +96,10 @@ class AppendMessageResult:
     logics_offset: int = 0
     msg_num: int = 1
     msg_ids: list[str] = field(default_factory=list)
+    #: ``CommitLog.append_batch(..., stamp=False)``: stamps the members' store fields
+    #: (offsets, msgId, store timestamp, sys flag, tags code) when called; None when the
+    #: append stamped them itself.
+    stamp_members: Callable[[], None] | None = None
 
 
 @dataclass(slots=True)

@@ -329,7 +329,8 @@ class MessageStore:
         self._listener: MessageArrivingListener | None = None
         self._batch_listener: BatchArrivingListener | None = None
         self.defer_batch_dispatch = False  # module docstring
-        self._undispatched: list[tuple[Sequence[MessageExtBrokerInner], int]] = []
+        self._undispatched: list[tuple[Sequence[MessageExtBrokerInner], int,
+                                       Callable[[], None] | None]] = []
         self.append_observer: Callable[[float], None] | None = None
         self.put_message_hooks: list[Callable[[MessageExtBrokerInner], PutMessageStatus | None]] = []
         self.os_page_cache_busy_until = float("-inf")  # module docstring, "Page cache busy"
@@ -594,8 +595,10 @@ class MessageStore:
         are still dispatched: the records are stored, and recovery rebuilds their units."""
         while self._undispatched:
             pending, self._undispatched = self._undispatched, []
-            for inners, end in pending:
+            for inners, end, stamp_members in pending:
                 try:
+                    if stamp_members is not None:
+                        stamp_members()
                     self._dispatch_appended_batch(inners, end)
                 except Exception as exc:
                     first = inners[0]
@@ -779,7 +782,7 @@ class MessageStore:
                 if keys:
                     n_keys += sum(1 for k in keys.split(" ") if k)
             self._reserve(first, len(inners), n_keys)
-            result = self.commit_log.append_batch(inners)
+            result = self.commit_log.append_batch(inners, stamp=not self.defer_batch_dispatch)
         except OSError as exc:
             return self._append_failed(exc, first)
         if result.status is not AppendMessageStatus.PUT_OK:
@@ -788,7 +791,8 @@ class MessageStore:
         if self.defer_batch_dispatch:
             if not self._undispatched:
                 asyncio.get_running_loop().call_soon(self.dispatch_batches)
-            self._undispatched.append((inners, end))
+            self._undispatched.append((inners, end, result.stamp_members))
+            result.stamp_members = None
         else:
             self._dispatch_appended_batch(inners, end)
         ended = _perf()

@@ -90,7 +90,8 @@ class DLedgerCommitLog(CommitLog):
     def append(self, inner: MessageExtBrokerInner) -> AppendMessageResult:
         raise NotImplementedError("DLedger mode appends through the leader (DLedgerMessageStore)")
 
-    def append_batch(self, inners: Sequence[MessageExtBrokerInner]) -> AppendMessageResult:
+    def append_batch(self, inners: Sequence[MessageExtBrokerInner], *,
+                     stamp: bool = True) -> AppendMessageResult:
         raise NotImplementedError("DLedger mode appends through the leader (DLedgerMessageStore)")
 
     def close(self) -> None:
