@@ -53,7 +53,7 @@ from aiorocketmq.protocol.message import (
 
 from .config import MessageStoreConfig
 from .dispatcher import DispatchRequest, compute_tags_code, dispatch_request_from_record
-from .inner import AppendMessageResult, AppendMessageStatus, MessageExtBrokerInner
+from .inner import AppendMessageResult, AppendMessageStatus, MessageExtBrokerInner, UniformBatch
 from .mapped_file import MappedFile, MappedFileQueue
 
 __all__ = ["CommitLog", "CommitLogRecovery", "END_FILE_MIN_BLANK_LENGTH"]
@@ -365,13 +365,15 @@ class CommitLog:
         limit = min(self.config.max_message_size, self.file_size - END_FILE_MIN_BLANK_LENGTH)
         members = []
         total = 0
+        vouched = type(inners) is UniformBatch
         for inner in inners:
             props_s = inner.properties_string
             body = inner.body
-            if (props_s is None or type(body) is not bytes or inner.topic != topic
-                    or inner.queue_id != queue_id or inner.sys_flag != sys_flag_in
-                    or inner.born_host != born_host or inner.store_host != host
-                    or inner.born_timestamp != born_ts or inner.reconsume_times != reconsume
+            if props_s is None or type(body) is not bytes or not vouched and (
+                    inner.topic != topic or inner.queue_id != queue_id
+                    or inner.sys_flag != sys_flag_in or inner.born_host != born_host
+                    or inner.store_host != host or inner.born_timestamp != born_ts
+                    or inner.reconsume_times != reconsume
                     or inner.prepared_transaction_offset != prep):
                 return None
             props_b = props_s.encode("utf-8")

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 __all__ = [
     "MessageExtBrokerInner",
+    "UniformBatch",
     "PutMessageStatus",
     "AppendMessageStatus",
     "AppendMessageResult",
@@ -51,6 +52,15 @@ class MessageExtBrokerInner:
     queue_offset: int = 0
     commit_log_offset: int = 0
     msg_id: str = ""
+
+
+class UniformBatch(list[MessageExtBrokerInner]):
+    """A batch its maker vouches for: the members share every field but flag, body and
+    properties, and each carries its properties string (a SEND_BATCH_MESSAGE's members,
+    built from one header). The store then skips checking that member by member; any
+    other list of members is checked."""
+
+    __slots__ = ()
 
 
 class PutMessageStatus(enum.Enum):

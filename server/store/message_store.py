@@ -129,6 +129,7 @@ from .inner import (
     MessageExtBrokerInner,
     PutMessageResult,
     PutMessageStatus,
+    UniformBatch,
 )
 from .recovery import RecoveryReport, StoreRecovery
 from .reput import ReputMessageService
@@ -712,7 +713,8 @@ class MessageStore:
             return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL)
         first = inners[0]
         if (len(first.topic.encode("utf-8")) > MAX_TOPIC_LENGTH
-                or any(m.topic != first.topic or m.queue_id != first.queue_id for m in inners)):
+                or (type(inners) is not UniformBatch and any(
+                    m.topic != first.topic or m.queue_id != first.queue_id for m in inners))):
             return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL)
         return None
 

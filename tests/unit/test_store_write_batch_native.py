@@ -5,7 +5,8 @@
 bytes, offset msg id and size, queue offsets counted or not; and its refusals (a batch
 that does not fit by one byte, a bad member anywhere in the list), each leaving the buffer
 untouched. Then the commit log's ``append_batch`` four ways, both C functions (stamping the
-members at once, or later through ``stamp_members`` as the store's deferred dispatch does),
+members at once, or later through ``stamp_members`` as the store's deferred dispatch does,
+uniform batches then vouched for as ``UniformBatch``, as the send path does),
 only ``write_record``, and the Python packer (the reference): the same segment bytes, results,
 stamped members and queue table, on batches that share their fields (the C batch write)
 and batches that do not (the per-record path), in segments that roll over. Under
@@ -27,7 +28,7 @@ from aiorocketmq.protocol.message import create_offset_msg_id
 from aiorocketmq.server.store import commit_log as commit_log_module
 from aiorocketmq.server.store.commit_log import CommitLog
 from aiorocketmq.server.store.config import MessageStoreConfig
-from aiorocketmq.server.store.inner import MessageExtBrokerInner
+from aiorocketmq.server.store.inner import MessageExtBrokerInner, UniformBatch
 from tests.unit.test_store_put_native import _native
 
 I32 = st.integers(-(2**31), 2**31 - 1)
@@ -200,6 +201,8 @@ def test_append_batch_writes_the_same_log_three_ways(
             for spec in batches:
                 inners = _inners(spec)
                 later = mode.endswith("_later")
+                if later and spec[-1] is None:
+                    inners = UniformBatch(inners)  # truly uniform: vouched for, as send.py does
                 r = cl.append_batch(inners, stamp=not later)
                 if r.stamp_members is not None:
                     # Left for the store's deferred dispatch: nothing stamped yet.

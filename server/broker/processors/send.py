@@ -85,7 +85,12 @@ from aiorocketmq.protocol.message import (
     encode_properties,
     socket_address_to_bytes,
 )
-from aiorocketmq.server.store.inner import MessageExtBrokerInner, PutMessageResult, PutMessageStatus
+from aiorocketmq.server.store.inner import (
+    MessageExtBrokerInner,
+    PutMessageResult,
+    PutMessageStatus,
+    UniformBatch,
+)
 
 from ..topic_config import validate_topic
 
@@ -360,9 +365,10 @@ class SendMessageProcessor:
         # Positional (topic, queue_id, body, flag, properties, properties_string, sys_flag,
         # born_timestamp, born_host, store_host, reconsume_times): keywords cost twice as
         # much per member.
-        inners = [MessageExtBrokerInner(topic, queue_id, m_body, flag, merged, stored, sys_flag,
-                                        born_ts, born_host, store_host, reconsume)
-                  for flag, m_body, merged, stored in members]
+        inners = UniformBatch([
+            MessageExtBrokerInner(topic, queue_id, m_body, flag, merged, stored, sys_flag,
+                                  born_ts, born_host, store_host, reconsume)
+            for flag, m_body, merged, stored in members])
         ctx = SendContext(channel, request, header, tc, inners, queue_id, response)
         for hook in self.hooks:
             early = hook(ctx)
