@@ -53,7 +53,13 @@ from aiorocketmq.protocol.message import (
 
 from .config import MessageStoreConfig
 from .dispatcher import DispatchRequest, compute_tags_code, dispatch_request_from_record
-from .inner import AppendMessageResult, AppendMessageStatus, MessageExtBrokerInner, UniformBatch
+from .inner import (
+    AppendMessageResult,
+    AppendMessageStatus,
+    MessageExtBrokerInner,
+    UniformBatch,
+    batch_inners,
+)
 from .mapped_file import MappedFile, MappedFileQueue
 
 __all__ = ["CommitLog", "CommitLogRecovery", "END_FILE_MIN_BLANK_LENGTH"]
@@ -308,15 +314,16 @@ class CommitLog:
             msg_num=1, msg_ids=[inner.msg_id],
         )
 
-    def append_batch(self, inners: Sequence[MessageExtBrokerInner], *,
+    def append_batch(self, batch: Sequence[MessageExtBrokerInner] | UniformBatch, *,
                      stamp: bool = True) -> AppendMessageResult:
         """Append records of one queue back to back in one segment, with consecutive queue
         offsets. ``stamp=False``: the members' store fields may be left for the result's
         ``stamp_members`` to set (the store's deferred dispatch calls it)."""
-        if _write_batch is not None and inners:
-            done = self._append_uniform(inners, stamp)
+        if _write_batch is not None and len(batch):
+            done = self._append_uniform(batch, stamp)
             if done is not None:
                 return done
+        inners = batch_inners(batch)
         prepared = []
         total = 0
         for inner in inners:
@@ -343,38 +350,53 @@ class CommitLog:
             msg_num=len(ids), msg_ids=ids,
         )
 
-    def _append_uniform(self, inners: Sequence[MessageExtBrokerInner],
+    def _append_uniform(self, batch: Sequence[MessageExtBrokerInner] | UniformBatch,
                         stamp: bool = True) -> AppendMessageResult | None:
         """``append_batch`` by one ``write_batch`` call (``_put.c``) when the members share
-        every field but flag, body and properties (a SEND_BATCH_MESSAGE's members) and carry
-        their properties string; None, nothing written, for any other batch. One pass over
-        the members checks, measures and collects them; the records and refusals are
-        ``_prepare``'s and ``_encode_into``'s for each in turn."""
-        first = inners[0]
-        topic = first.topic
-        queue_id = first.queue_id
-        sys_flag_in = first.sys_flag
-        born_host = first.born_host
-        born_ts = first.born_timestamp
-        reconsume = first.reconsume_times
-        prep = first.prepared_transaction_offset
-        host = first.store_host
+        every field but flag, body and properties (a ``UniformBatch`` does by its maker's
+        word; a list of members is checked) and have ``bytes`` bodies; None, nothing
+        written, for any other batch. The records and
+        refusals are ``_prepare``'s and ``_encode_into``'s for each in turn."""
+        if type(batch) is UniformBatch:
+            topic = batch.topic
+            queue_id = batch.queue_id
+            sys_flag_in = batch.sys_flag
+            born_host = batch.born_host
+            born_ts = batch.born_timestamp
+            reconsume = batch.reconsume_times
+            prep = 0
+            host = batch.store_host
+            given: list[tuple[int, bytes, dict[str, str], str]] = batch.members
+        else:
+            first = batch[0]  # type: ignore[index]
+            topic = first.topic
+            queue_id = first.queue_id
+            sys_flag_in = first.sys_flag
+            born_host = first.born_host
+            born_ts = first.born_timestamp
+            reconsume = first.reconsume_times
+            prep = first.prepared_transaction_offset
+            host = first.store_host
+            given = []
+            for inner in batch:  # type: ignore[union-attr]
+                props_s = inner.properties_string
+                if props_s is None:
+                    props_s = encode_properties(inner.properties)
+                if (inner.topic != topic or inner.queue_id != queue_id
+                        or inner.sys_flag != sys_flag_in or inner.born_host != born_host
+                        or inner.store_host != host or inner.born_timestamp != born_ts
+                        or inner.reconsume_times != reconsume
+                        or inner.prepared_transaction_offset != prep):
+                    return None
+                given.append((inner.flag, inner.body, inner.properties, props_s))
         store_host = host or self.store_host
         topic_b = topic.encode("utf-8")
         base = record_size(len(topic_b), 0, 0, len(born_host) == 20, len(store_host) == 20)
         limit = min(self.config.max_message_size, self.file_size - END_FILE_MIN_BLANK_LENGTH)
         members = []
         total = 0
-        vouched = type(inners) is UniformBatch
-        for inner in inners:
-            props_s = inner.properties_string
-            body = inner.body
-            if props_s is None or type(body) is not bytes or not vouched and (
-                    inner.topic != topic or inner.queue_id != queue_id
-                    or inner.sys_flag != sys_flag_in or inner.born_host != born_host
-                    or inner.store_host != host or inner.born_timestamp != born_ts
-                    or inner.reconsume_times != reconsume
-                    or inner.prepared_transaction_offset != prep):
+        for flag, body, _props, props_s in given:
+            if type(body) is not bytes:
                 return None
             props_b = props_s.encode("utf-8")
             size = base + len(body) + len(props_b)
@@ -383,7 +405,7 @@ class CommitLog:
             if size > limit or len(topic_b) > MAX_TOPIC_LENGTH:
                 return AppendMessageResult(AppendMessageStatus.MESSAGE_SIZE_EXCEEDED)
             total += size
-            members.append((inner.flag, body, props_b))
+            members.append((flag, body, props_b))
         if total > self.config.max_message_size or total + END_FILE_MIN_BLANK_LENGTH > self.file_size:
             return AppendMessageResult(AppendMessageStatus.MESSAGE_SIZE_EXCEEDED)
         mf = self._segment_for(total)
@@ -410,7 +432,7 @@ class CommitLog:
             msg_id=",".join(ids), store_timestamp=now_ms, logics_offset=queue_offset,
             msg_num=len(ids), msg_ids=ids,
         )
-        stamping = functools.partial(self._stamp_batch, inners, sizes, ids, queue_offset,
+        stamping = functools.partial(self._stamp_batch, batch, sizes, ids, queue_offset,
                                      counted, phys, now_ms, sys_flag)
         if stamp:
             stamping()
@@ -418,10 +440,11 @@ class CommitLog:
             result.stamp_members = stamping
         return result
 
-    def _stamp_batch(self, inners: Sequence[MessageExtBrokerInner], sizes: list[int],
-                     ids: list[str], queue_offset: int, counted: bool, phys: int, now_ms: int,
-                     sys_flag: int) -> None:
+    def _stamp_batch(self, batch: Sequence[MessageExtBrokerInner] | UniformBatch,
+                     sizes: list[int], ids: list[str], queue_offset: int, counted: bool,
+                     phys: int, now_ms: int, sys_flag: int) -> None:
         """Set the store fields of a batch ``_append_uniform`` wrote."""
+        inners = batch_inners(batch)
         topic = inners[0].topic
         offset = queue_offset
         scheduled = topic == _SCHEDULE_TOPIC

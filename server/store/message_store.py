@@ -130,6 +130,7 @@ from .inner import (
     PutMessageResult,
     PutMessageStatus,
     UniformBatch,
+    batch_inners,
 )
 from .recovery import RecoveryReport, StoreRecovery
 from .reput import ReputMessageService
@@ -330,7 +331,7 @@ class MessageStore:
         self._listener: MessageArrivingListener | None = None
         self._batch_listener: BatchArrivingListener | None = None
         self.defer_batch_dispatch = False  # module docstring
-        self._undispatched: list[tuple[Sequence[MessageExtBrokerInner], int,
+        self._undispatched: list[tuple[Sequence[MessageExtBrokerInner] | UniformBatch, int,
                                        Callable[[], None] | None]] = []
         self.append_observer: Callable[[float], None] | None = None
         self.put_message_hooks: list[Callable[[MessageExtBrokerInner], PutMessageStatus | None]] = []
@@ -547,16 +548,16 @@ class MessageStore:
             return PutMessageStatus.SERVICE_NOT_AVAILABLE
         return None
 
-    def _reserve(self, inner: MessageExtBrokerInner, count: int, n_keys: int) -> None:
+    def _reserve(self, topic: str, queue_id: int, sys_flag: int, count: int, n_keys: int) -> None:
         """Create every file the append and its dispatch will need. Raises OSError."""
         if self._undispatched:
             self.dispatch_batches()
-        tx = inner.sys_flag & 0xC
+        tx = sys_flag & 0xC
         if tx != _PREPARED and tx != _ROLLBACK:
-            key = (inner.topic, inner.queue_id)
+            key = (topic, queue_id)
             cq = self.consume_queue_table.get(key)
             if cq is None:
-                cq = self.find_or_create_consume_queue(inner.topic, inner.queue_id)
+                cq = self.find_or_create_consume_queue(topic, queue_id)
             cq.reserve(self.commit_log.topic_queue_table.get(key, 0), count)  # next_queue_offset
         if self.index is not None and tx != _ROLLBACK:
             self.index.ensure_capacity(n_keys)
@@ -596,7 +597,8 @@ class MessageStore:
         are still dispatched: the records are stored, and recovery rebuilds their units."""
         while self._undispatched:
             pending, self._undispatched = self._undispatched, []
-            for inners, end, stamp_members in pending:
+            for batch, end, stamp_members in pending:
+                inners = batch_inners(batch)
                 try:
                     if stamp_members is not None:
                         stamp_members()
@@ -667,8 +669,8 @@ class MessageStore:
             dispatcher.dispatched_timestamp = last.store_timestamp
         return True
 
-    def _append_failed(self, exc: OSError, inner: MessageExtBrokerInner) -> PutMessageResult:
-        log.error("store.create_mapped_file_failed", topic=inner.topic, queue_id=inner.queue_id,
+    def _append_failed(self, exc: OSError, topic: str, queue_id: int) -> PutMessageResult:
+        log.error("store.create_mapped_file_failed", topic=topic, queue_id=queue_id,
                   error=repr(exc))
         return PutMessageResult(PutMessageStatus.CREATE_MAPEDFILE_FAILED)
 
@@ -704,17 +706,23 @@ class MessageStore:
                     break
         return None if refused is None else PutMessageResult(refused)
 
-    def _refuse_batch(self, inners: Sequence[MessageExtBrokerInner]) -> PutMessageResult | None:
+    def _refuse_batch(self, batch: Sequence[MessageExtBrokerInner] | UniformBatch
+                      ) -> PutMessageResult | None:
         """``_refuse_put`` for a batch: also an empty one, or one of several topics or queues."""
         refused = self._check_store_status()
         if refused is not None:
             return PutMessageResult(refused)
-        if not inners:
+        if not len(batch):
             return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL)
-        first = inners[0]
-        if (len(first.topic.encode("utf-8")) > MAX_TOPIC_LENGTH
-                or (type(inners) is not UniformBatch and any(
-                    m.topic != first.topic or m.queue_id != first.queue_id for m in inners))):
+        if type(batch) is UniformBatch:
+            topic = batch.topic
+        else:
+            first = batch[0]  # type: ignore[index]
+            topic = first.topic
+            if any(m.topic != topic or m.queue_id != first.queue_id
+                   for m in batch):  # type: ignore[union-attr]
+                return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL)
+        if len(topic.encode("utf-8")) > MAX_TOPIC_LENGTH:
             return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL)
         return None
 
@@ -738,11 +746,12 @@ class MessageStore:
         try:
             props = inner.properties
             keys = props.get(_KEYS)  # _key_count inlined
-            self._reserve(inner, 1, (1 if props.get(_UNIQ) else 0)
+            self._reserve(inner.topic, inner.queue_id, inner.sys_flag, 1,
+                          (1 if props.get(_UNIQ) else 0)
                           + (sum(1 for k in keys.split(" ") if k) if keys else 0))
             result = commit_log.append(inner)
         except OSError as exc:
-            return self._append_failed(exc, inner)
+            return self._append_failed(exc, inner.topic, inner.queue_id)
         if result.status is not AppendMessageStatus.PUT_OK:
             return PutMessageResult(self._APPEND_STATUS[result.status], result)
         self._dispatch_inner(inner, result.wrote_bytes)
@@ -766,44 +775,48 @@ class MessageStore:
             return result
         return await result
 
-    def put_messages_nowait(self, inners: Sequence[MessageExtBrokerInner]
+    def put_messages_nowait(self, batch: Sequence[MessageExtBrokerInner] | UniformBatch
                             ) -> PutMessageResult | Awaitable[PutMessageResult]:
         """``put_messages`` answering at once when no flush wait is needed (see ``put_message_nowait``)."""
-        refused = self._refuse_batch(inners)
+        refused = self._refuse_batch(batch)
         if refused is not None:
             return refused
-        first = inners[0]
+        if type(batch) is UniformBatch:
+            shared: UniformBatch | MessageExtBrokerInner = batch
+            props_of = [m[2] for m in batch.members]
+        else:
+            shared = batch[0]  # type: ignore[index]
+            props_of = [m.properties for m in batch]  # type: ignore[union-attr]
         started = _perf()
         try:
             n_keys = 0
-            for m in inners:  # _key_count inlined
-                props = m.properties
+            for props in props_of:  # _key_count inlined
                 if props.get(_UNIQ):
                     n_keys += 1
                 keys = props.get(_KEYS)
                 if keys:
                     n_keys += sum(1 for k in keys.split(" ") if k)
-            self._reserve(first, len(inners), n_keys)
-            result = self.commit_log.append_batch(inners, stamp=not self.defer_batch_dispatch)
+            self._reserve(shared.topic, shared.queue_id, shared.sys_flag, len(batch), n_keys)
+            result = self.commit_log.append_batch(batch, stamp=not self.defer_batch_dispatch)
         except OSError as exc:
-            return self._append_failed(exc, first)
+            return self._append_failed(exc, shared.topic, shared.queue_id)
         if result.status is not AppendMessageStatus.PUT_OK:
             return PutMessageResult(self._APPEND_STATUS[result.status], result)
         end = result.wrote_offset + result.wrote_bytes
         if self.defer_batch_dispatch:
             if not self._undispatched:
                 asyncio.get_running_loop().call_soon(self.dispatch_batches)
-            self._undispatched.append((inners, end, result.stamp_members))
+            self._undispatched.append((batch, end, result.stamp_members))
             result.stamp_members = None
         else:
-            self._dispatch_appended_batch(inners, end)
+            self._dispatch_appended_batch(batch_inners(batch), end)
         ended = _perf()
         if (ended - started) * 1000.0 > self.config.os_page_cache_busy_timeout_ms:
             self._page_cache_busy(started, ended)
         observe = self.append_observer
         if observe is not None:
             observe(ended - started)
-        return self._after_append(result, first.properties)
+        return self._after_append(result, props_of[0])
 
     def _page_cache_busy(self, started: float, ended: float) -> None:
         """A put's append and dispatch ran past ``os_page_cache_busy_timeout_ms`` (module docstring)."""

@@ -24,7 +24,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from aiorocketmq import NO_EXTENSIONS
-from aiorocketmq.protocol.message import create_offset_msg_id
+from aiorocketmq.protocol.message import create_offset_msg_id, encode_properties
 from aiorocketmq.server.store import commit_log as commit_log_module
 from aiorocketmq.server.store.commit_log import CommitLog
 from aiorocketmq.server.store.config import MessageStoreConfig
@@ -201,9 +201,16 @@ def test_append_batch_writes_the_same_log_three_ways(
             for spec in batches:
                 inners = _inners(spec)
                 later = mode.endswith("_later")
-                if later and spec[-1] is None:
-                    inners = UniformBatch(inners)  # truly uniform: vouched for, as send.py does
-                r = cl.append_batch(inners, stamp=not later)
+                batch: list[MessageExtBrokerInner] | UniformBatch = inners
+                if later and spec[-1] is None:  # truly uniform: vouched for, as send.py does
+                    first = inners[0]
+                    batch = UniformBatch(
+                        first.topic, first.queue_id, first.sys_flag, first.born_timestamp,
+                        first.born_host, first.store_host, first.reconsume_times,
+                        [(m.flag, m.body, m.properties, encode_properties(m.properties))
+                         for m in inners])
+                    inners = batch.inners()
+                r = cl.append_batch(batch, stamp=not later)
                 if r.stamp_members is not None:
                     # Left for the store's deferred dispatch: nothing stamped yet.
                     assert later and all(m.msg_id == "" for m in inners)

@@ -150,7 +150,7 @@ class SendContext:
                  "response", "batch")
 
     def __init__(self, channel: Channel, request: RemotingCommand, header: SendMessageRequestHeader,
-                 topic_config: TopicConfig, inner: MessageExtBrokerInner | list[MessageExtBrokerInner],
+                 topic_config: TopicConfig, inner: MessageExtBrokerInner | UniformBatch,
                  response_queue_id: int, response: RemotingCommand) -> None:
         self.channel = channel
         self.request = request
@@ -159,7 +159,7 @@ class SendContext:
         self.inner = inner
         self.response_queue_id = response_queue_id
         self.response = response
-        self.batch = isinstance(inner, list)
+        self.batch = type(inner) is UniformBatch
 
 
 SendHook = Callable[[SendContext], "RemotingCommand | None"]
@@ -357,18 +357,10 @@ class SendMessageProcessor:
         if not members:
             return _fail_response(response, ResponseCode.MESSAGE_ILLEGAL,
                                   "the batch message body is empty")
-        sys_flag = self._sys_flag(header, tc)
-        born_host = _born_host(channel)
-        store_host = self.store_host
-        reconsume = header.reconsume_times or 0
-        born_ts = header.born_timestamp
-        # Positional (topic, queue_id, body, flag, properties, properties_string, sys_flag,
-        # born_timestamp, born_host, store_host, reconsume_times): keywords cost twice as
-        # much per member.
-        inners = UniformBatch([
-            MessageExtBrokerInner(topic, queue_id, m_body, flag, merged, stored, sys_flag,
-                                  born_ts, born_host, store_host, reconsume)
-            for flag, m_body, merged, stored in members])
+        # The members stay tuples until the store dispatches them (UniformBatch).
+        inners = UniformBatch(topic, queue_id, self._sys_flag(header, tc), header.born_timestamp,
+                              _born_host(channel), self.store_host,
+                              header.reconsume_times or 0, members)
         ctx = SendContext(channel, request, header, tc, inners, queue_id, response)
         for hook in self.hooks:
             early = hook(ctx)

@@ -29,7 +29,7 @@ from aiorocketmq.protocol.message import pack_stored_record
 
 from ..commit_log import CommitLog
 from ..config import MessageStoreConfig
-from ..inner import AppendMessageResult, AppendMessageStatus, MessageExtBrokerInner
+from ..inner import AppendMessageResult, AppendMessageStatus, MessageExtBrokerInner, UniformBatch
 from .mmap_store import DLedgerMmapFileStore
 
 __all__ = ["DLedgerCommitLog", "MARKER_TOPIC"]
@@ -90,7 +90,7 @@ class DLedgerCommitLog(CommitLog):
     def append(self, inner: MessageExtBrokerInner) -> AppendMessageResult:
         raise NotImplementedError("DLedger mode appends through the leader (DLedgerMessageStore)")
 
-    def append_batch(self, inners: Sequence[MessageExtBrokerInner], *,
+    def append_batch(self, batch: Sequence[MessageExtBrokerInner] | UniformBatch, *,
                      stamp: bool = True) -> AppendMessageResult:
         raise NotImplementedError("DLedger mode appends through the leader (DLedgerMessageStore)")
 

@@ -69,6 +69,8 @@ from ..inner import (
     MessageExtBrokerInner,
     PutMessageResult,
     PutMessageStatus,
+    UniformBatch,
+    batch_inners,
 )
 from ..message_store import MessageStore
 from .commit_log import DLedgerCommitLog
@@ -405,8 +407,9 @@ class DLedgerMessageStore(MessageStore):
         self.commit_log.apply_delay(inner)
         return self._append([inner])
 
-    def put_messages_nowait(self, inners: Sequence[MessageExtBrokerInner]
+    def put_messages_nowait(self, batch: Sequence[MessageExtBrokerInner] | UniformBatch
                             ) -> PutMessageResult | Awaitable[PutMessageResult]:
+        inners = batch_inners(batch)
         refused = self._refuse_batch(inners)
         if refused is not None:
             return refused
