@@ -357,7 +357,7 @@ class CommitLog:
         word; a list of members is checked) and have ``bytes`` bodies; None, nothing
         written, for any other batch. The records and
         refusals are ``_prepare``'s and ``_encode_into``'s for each in turn."""
-        if type(batch) is UniformBatch:
+        if isinstance(batch, UniformBatch):
             topic = batch.topic
             queue_id = batch.queue_id
             sys_flag_in = batch.sys_flag
@@ -368,7 +368,7 @@ class CommitLog:
             host = batch.store_host
             given: list[tuple[int, bytes, dict[str, str], str]] = batch.members
         else:
-            first = batch[0]  # type: ignore[index]
+            first = batch[0]
             topic = first.topic
             queue_id = first.queue_id
             sys_flag_in = first.sys_flag
@@ -378,7 +378,7 @@ class CommitLog:
             prep = first.prepared_transaction_offset
             host = first.store_host
             given = []
-            for inner in batch:  # type: ignore[union-attr]
+            for inner in batch:
                 props_s = inner.properties_string
                 if props_s is None:
                     props_s = encode_properties(inner.properties)

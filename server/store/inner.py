@@ -99,7 +99,7 @@ class UniformBatch:
 def batch_inners(batch: Sequence[MessageExtBrokerInner] | UniformBatch
                  ) -> Sequence[MessageExtBrokerInner]:
     """A batch's members as ``MessageExtBrokerInner``s, whichever form it came in."""
-    return batch.inners() if type(batch) is UniformBatch else batch  # type: ignore[union-attr,return-value]
+    return batch.inners() if isinstance(batch, UniformBatch) else batch
 
 
 class PutMessageStatus(enum.Enum):

@@ -562,14 +562,6 @@ class MessageStore:
         if self.index is not None and tx != _ROLLBACK:
             self.index.ensure_capacity(n_keys)
 
-    @staticmethod
-    def _key_count(props: dict[str, str]) -> int:
-        n = 1 if props.get(_UNIQ) else 0
-        keys = props.get(_KEYS)
-        if keys:
-            n += sum(1 for k in keys.split(" ") if k)
-        return n
-
     def _dispatch_inner(self, inner: MessageExtBrokerInner, size: int) -> None:
         props = inner.properties
         unit = self.dispatcher.dispatch_record(
@@ -714,13 +706,12 @@ class MessageStore:
             return PutMessageResult(refused)
         if not len(batch):
             return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL)
-        if type(batch) is UniformBatch:
+        if isinstance(batch, UniformBatch):
             topic = batch.topic
         else:
-            first = batch[0]  # type: ignore[index]
+            first = batch[0]
             topic = first.topic
-            if any(m.topic != topic or m.queue_id != first.queue_id
-                   for m in batch):  # type: ignore[union-attr]
+            if any(m.topic != topic or m.queue_id != first.queue_id for m in batch):
                 return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL)
         if len(topic.encode("utf-8")) > MAX_TOPIC_LENGTH:
             return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL)
@@ -745,7 +736,7 @@ class MessageStore:
         commit_log.apply_delay(inner)
         try:
             props = inner.properties
-            keys = props.get(_KEYS)  # _key_count inlined
+            keys = props.get(_KEYS)  # index entries: the UNIQ_KEY and each of KEYS
             self._reserve(inner.topic, inner.queue_id, inner.sys_flag, 1,
                           (1 if props.get(_UNIQ) else 0)
                           + (sum(1 for k in keys.split(" ") if k) if keys else 0))
@@ -781,16 +772,16 @@ class MessageStore:
         refused = self._refuse_batch(batch)
         if refused is not None:
             return refused
-        if type(batch) is UniformBatch:
+        if isinstance(batch, UniformBatch):
             shared: UniformBatch | MessageExtBrokerInner = batch
             props_of = [m[2] for m in batch.members]
         else:
-            shared = batch[0]  # type: ignore[index]
-            props_of = [m.properties for m in batch]  # type: ignore[union-attr]
+            shared = batch[0]
+            props_of = [m.properties for m in batch]
         started = _perf()
         try:
             n_keys = 0
-            for props in props_of:  # _key_count inlined
+            for props in props_of:  # index entries: each UNIQ_KEY and each of KEYS
                 if props.get(_UNIQ):
                     n_keys += 1
                 keys = props.get(_KEYS)
