@@ -654,10 +654,24 @@ static PyObject *batch_members(PyObject *Py_UNUSED(self), PyObject *args) {
                           &batch_str))
         return NULL;
     const unsigned char *b = buf.buf;
-    Py_ssize_t n = buf.len, pos = 0;
+    Py_ssize_t n = buf.len, pos = 0, batch_len;
+    char *joined = NULL;
     PyObject *out = PyList_New(0);
     if (!out) goto error;
     if (n == 0) goto not_handled;
+    const char *batch_utf8 = PyUnicode_AsUTF8AndSize(batch_str, &batch_len);
+    if (!batch_utf8) {
+        if (!PyErr_ExceptionMatches(PyExc_UnicodeEncodeError)) goto error;
+        PyErr_Clear();
+        goto not_handled;
+    }
+    /* A member's stored string is built as UTF-8 (its own pairs, \002, the batch's) and
+     * decoded once; the largest member's properties fit in 32767 bytes. */
+    joined = PyMem_Malloc(32767 + 1 + (size_t)batch_len);
+    if (!joined) {
+        PyErr_NoMemory();
+        goto error;
+    }
     while (pos < n) {
         if (n - pos < BATCH_MIN) goto not_handled;
         int32_t total = get32(b + pos), flag = get32(b + pos + 12), body_len = get32(b + pos + 16);
@@ -670,26 +684,26 @@ static PyObject *batch_members(PyObject *Py_UNUSED(self), PyObject *args) {
         PyObject *props = PyDict_New(), *stored = NULL;
         if (!props) goto error;
         if (props_len > 0) {
-            /* the whole string valid UTF-8 first: the pairs are cut at ASCII separators */
-            PyObject *own = PyUnicode_DecodeUTF8((const char *)b + p, props_len, NULL);
-            if (!own) {
+            /* The stored string decoded first: it validates the member's whole string as
+             * UTF-8 (a trailing \002 left out of it is ASCII), which canonical_pairs needs,
+             * as it cuts the pairs at ASCII separators. */
+            Py_ssize_t own_len = b[end - 1] == 2 ? props_len - 1 : props_len;
+            memcpy(joined, b + p, (size_t)own_len);
+            joined[own_len] = 2;
+            memcpy(joined + own_len + 1, batch_utf8, (size_t)batch_len);
+            stored = PyUnicode_DecodeUTF8(joined, own_len + 1 + batch_len, NULL);
+            if (!stored) {
                 Py_DECREF(props);
                 if (!PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)) goto error;
                 PyErr_Clear();
                 goto not_handled;
             }
-            Py_DECREF(own);
             int rc = canonical_pairs((const char *)b + p, props_len, props);
             if (rc <= 0) {
                 Py_DECREF(props);
+                Py_DECREF(stored);
                 if (rc < 0) goto error;
                 goto not_handled;
-            }
-            Py_ssize_t own_len = b[end - 1] == 2 ? props_len - 1 : props_len;
-            own = PyUnicode_DecodeUTF8((const char *)b + p, own_len, NULL);
-            if (own) {
-                stored = PyUnicode_FromFormat("%U\002%U", own, batch_str);
-                Py_DECREF(own);
             }
         } else {
             stored = Py_NewRef(batch_str);
@@ -702,21 +716,35 @@ static PyObject *batch_members(PyObject *Py_UNUSED(self), PyObject *args) {
             Py_XDECREF(body);
             goto error;
         }
-        PyObject *member = Py_BuildValue("(iNNN)", flag, body, props, stored);
-        if (!member || PyList_Append(out, member) < 0) {
-            Py_XDECREF(member);
+        PyObject *flag_o = PyLong_FromLong(flag), *member = flag_o ? PyTuple_New(4) : NULL;
+        if (!member) {
+            Py_XDECREF(flag_o);
+            Py_DECREF(body);
+            Py_DECREF(props);
+            Py_DECREF(stored);
+            goto error;
+        }
+        PyTuple_SET_ITEM(member, 0, flag_o);
+        PyTuple_SET_ITEM(member, 1, body);
+        PyTuple_SET_ITEM(member, 2, props);
+        PyTuple_SET_ITEM(member, 3, stored);
+        if (PyList_Append(out, member) < 0) {
+            Py_DECREF(member);
             goto error;
         }
         Py_DECREF(member);
         pos = end;
     }
+    PyMem_Free(joined);
     PyBuffer_Release(&buf);
     return out;
 not_handled:
+    PyMem_Free(joined);
     PyBuffer_Release(&buf);
     Py_XDECREF(out);
     Py_RETURN_NONE;
 error:
+    PyMem_Free(joined);
     PyBuffer_Release(&buf);
     Py_XDECREF(out);
     return NULL;

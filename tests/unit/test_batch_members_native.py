@@ -110,7 +110,7 @@ _MEMBER = st.tuples(st.integers(-(2**31), 2**31 - 1), st.binary(max_size=40), _P
 
 @settings(max_examples=400, deadline=None)
 @given(st.lists(_MEMBER, max_size=5), st.integers(-1, 200), st.integers(-1, 60),
-       st.sampled_from(["", "TRACE_ON\x01true", "UNIQ_KEY\x01batch"]))
+       st.sampled_from(["", "TRACE_ON\x01true", "UNIQ_KEY\x01batch", "k\x01\ud800"]))
 @example([(0, b"abc", b"a\x01b")], -1, -1, "")
 def test_c_and_python_agree(members: list[tuple[int, bytes, bytes]], cut: int, corrupt: int,
                             extra: str) -> None:
@@ -124,8 +124,8 @@ def test_c_and_python_agree(members: list[tuple[int, bytes, bytes]], cut: int, c
     py = _python(bytes(body), batch_props, batch_str)
     if c is not None:
         assert c == py
-    elif cut < 0 and corrupt < 0 and members and all(
-            _canonical(p) for _, _, p in members):
+    elif cut < 0 and corrupt < 0 and members and "\ud800" not in extra and all(
+            _canonical(p) for _, _, p in members):  # a lone surrogate has no UTF-8: declined
         pytest.fail(f"C declined a canonical body: {members!r}")
 
 
