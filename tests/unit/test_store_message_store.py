@@ -641,7 +641,15 @@ async def test_deleting_a_topic_dispatches_its_deferred_batch_first(open_store) 
     assert store.get_max_offset_in_queue("T", 0) == 0
 
 
-async def test_batch_listener_is_called_once_with_the_stamped_members(open_store) -> None:
+@pytest.mark.parametrize("units_in_one_call", [True, False])
+async def test_batch_listener_is_called_once_with_the_stamped_members(
+        open_store, monkeypatch: pytest.MonkeyPatch, units_in_one_call: bool) -> None:
+    """Units written by one call (``_put.cq_units``): the batch listener once; else (no C
+    module) the per-put listener for each member, as before."""
+    from aiorocketmq.server.store import consume_queue
+    from tests.unit.test_store_put_native import _native
+    monkeypatch.setattr(consume_queue, "_cq_units",
+                        _native().cq_units if units_in_one_call else None)
     store = await open_store()
     singles: list[int] = []
     batches: list[tuple[str, int, list[tuple[int, int]]]] = []
@@ -654,5 +662,8 @@ async def test_batch_listener_is_called_once_with_the_stamped_members(open_store
     tags = ["A", "B", "A"]
     r = store.put_messages_nowait([msg(i, tags=t) for i, t in enumerate(tags, 1)])
     assert r.status is PutMessageStatus.PUT_OK  # type: ignore[union-attr]
-    assert batches == [("T", 0, [(i, tags_to_tags_code(t)) for i, t in enumerate(tags, 1)])]
-    assert singles == [1]
+    if units_in_one_call:
+        assert batches == [("T", 0, [(i, tags_to_tags_code(t)) for i, t in enumerate(tags, 1)])]
+        assert singles == [1]
+    else:
+        assert batches == [] and singles == [1, 2, 3, 4]
