@@ -107,21 +107,11 @@ def frames(count: int, size: int, serialize: SerializeType = SerializeType.ROCKE
            batch: int = 0) -> list[bytes]:
     if batch:
         return batch_frames(count, size, serialize, batch)
-    body = bytes(range(256)) * (size // 256 + 1)
-    out = []
-    for i in range(count):
-        header = SendMessageRequestHeader(
-            producer_group="BenchPG", topic=TOPIC, default_topic="TBW102",
-            default_topic_queue_nums=4, queue_id=i % 4, sys_flag=0,
-            born_timestamp=int(time.time() * 1000), flag=0,
-            properties=encode_properties({"UNIQ_KEY": f"7F0000010001{i:020X}", "WAIT": "true",
-                                          "TAGS": "t"}), reconsume_times=0)
-        request = RemotingCommand.create_request(
-            RequestCode.SEND_MESSAGE_V2, SendMessageRequestHeaderV2.from_v1(header).to_ext_fields(),
-            body[:size])
-        request.serialize_type = serialize
-        out.append(request.encode())
-    return out
+    body = (bytes(range(256)) * (size // 256 + 1))[:size]
+    return [_send_frame(RequestCode.SEND_MESSAGE_V2, i % 4,
+                        {"UNIQ_KEY": f"7F0000010001{i:020X}", "WAIT": "true", "TAGS": "t"},
+                        body, serialize)
+            for i in range(count)]
 
 
 def batch_frames(count: int, size: int, serialize: SerializeType, batch: int) -> list[bytes]:
@@ -136,17 +126,23 @@ def batch_frames(count: int, size: int, serialize: SerializeType, batch: int) ->
                                                     "UNIQ_KEY": f"7F0000010001{n + j:020X}"})
                    for j in range(k)]
         n += k
-        header = SendMessageRequestHeader(
-            producer_group="BenchPG", topic=TOPIC, default_topic="TBW102",
-            default_topic_queue_nums=4, queue_id=i % 4, sys_flag=0,
-            born_timestamp=int(time.time() * 1000), flag=0,
-            properties=encode_properties({"WAIT": "true"}), reconsume_times=0, batch=True)
-        request = RemotingCommand.create_request(
-            RequestCode.SEND_BATCH_MESSAGE,
-            SendMessageRequestHeaderV2.from_v1(header).to_ext_fields(), encode_batch(members))
-        request.serialize_type = serialize
-        out.append(request.encode())
+        out.append(_send_frame(RequestCode.SEND_BATCH_MESSAGE, i % 4, {"WAIT": "true"},
+                               encode_batch(members), serialize, batch=True))
     return out
+
+
+def _send_frame(code: int, queue_id: int, properties: dict[str, str], body: bytes,
+                serialize: SerializeType, batch: bool = False) -> bytes:
+    """One send request to ``TOPIC`` with a SEND_MESSAGE_V2 header, encoded."""
+    header = SendMessageRequestHeader(
+        producer_group="BenchPG", topic=TOPIC, default_topic="TBW102",
+        default_topic_queue_nums=4, queue_id=queue_id, sys_flag=0,
+        born_timestamp=int(time.time() * 1000), flag=0,
+        properties=encode_properties(properties), reconsume_times=0, batch=batch)
+    request = RemotingCommand.create_request(
+        code, SendMessageRequestHeaderV2.from_v1(header).to_ext_fields(), body)
+    request.serialize_type = serialize
+    return request.encode()
 
 
 def reads(encoded: list[bytes], read_bytes: int) -> list[bytes]:
