@@ -224,14 +224,8 @@ class CommitLog:
         """The stored record of ``inner`` at commit-log offset ``phys`` (after ``_prepare``);
         fills in ``inner``'s store fields. Its queue offset comes from the table, which
         the caller advances once the record is in the log."""
-        tx = inner.sys_flag & 0xC
-        counted = tx != _PREPARED and tx != _ROLLBACK
-        queue_offset = self.topic_queue_table.get((inner.topic, inner.queue_id), 0) if counted else 0
-        sys_flag = inner.sys_flag & ~(_BORN_V6 | _STORE_V6)
-        if len(inner.born_host) == 20:
-            sys_flag |= _BORN_V6
-        if len(store_host) == 20:
-            sys_flag |= _STORE_V6
+        _, queue_offset, sys_flag = self._store_fields(
+            inner.topic, inner.queue_id, inner.sys_flag, inner.born_host, store_host)
         # _prepare checked the lengths and the V6 bits are set above: the unchecked packer.
         record = pack_stored_record(
             topic_b, inner.queue_id, inner.flag, queue_offset, phys, sys_flag,
@@ -245,6 +239,22 @@ class CommitLog:
         inner.msg_id = create_offset_msg_id(store_host, phys)
         inner.tags_code = compute_tags_code(inner.topic, inner.properties, now_ms, self.delay_levels)
         return record
+
+    def _store_fields(self, topic: str, queue_id: int, sys_flag: int, born_host: bytes,
+                      store_host: bytes) -> tuple[bool, int, int]:
+        """What a record's append adds to its fields: whether it takes a queue offset (not a
+        prepared or rolled-back transaction's half), that offset, and its sys flag with the
+        IPv6 bits of its hosts (``_encode_into`` has these lines inline, the single send's
+        path)."""
+        tx = sys_flag & 0xC
+        counted = tx != _PREPARED and tx != _ROLLBACK
+        queue_offset = self.topic_queue_table.get((topic, queue_id), 0) if counted else 0
+        sys_flag &= ~(_BORN_V6 | _STORE_V6)
+        if len(born_host) == 20:
+            sys_flag |= _BORN_V6
+        if len(store_host) == 20:
+            sys_flag |= _STORE_V6
+        return counted, queue_offset, sys_flag
 
     def advance_queue_offset(self, inner: MessageExtBrokerInner) -> None:
         """The record of ``inner`` is in the log: its queue's next offset moves on."""
@@ -266,7 +276,7 @@ class CommitLog:
             mf.append(record)
             self.advance_queue_offset(inner)
             return len(record)
-        # encode_record's fields, the record itself written by C.
+        # encode_record's fields (_store_fields inline), the record itself written by C.
         tx = inner.sys_flag & 0xC
         counted = tx != _PREPARED and tx != _ROLLBACK
         topic = inner.topic
@@ -410,14 +420,8 @@ class CommitLog:
             return AppendMessageResult(AppendMessageStatus.MESSAGE_SIZE_EXCEEDED)
         mf = self._segment_for(total)
         now_ms = self.clock_ms()
-        tx = sys_flag_in & 0xC
-        counted = tx != _PREPARED and tx != _ROLLBACK
-        queue_offset = self.topic_queue_table.get((topic, queue_id), 0) if counted else 0
-        sys_flag = sys_flag_in & ~(_BORN_V6 | _STORE_V6)
-        if len(born_host) == 20:
-            sys_flag |= _BORN_V6
-        if len(store_host) == 20:
-            sys_flag |= _STORE_V6
+        counted, queue_offset, sys_flag = self._store_fields(
+            topic, queue_id, sys_flag_in, born_host, store_host)
         pos = mf.wrote_position
         phys = start = mf.file_from_offset + pos
         ids, sizes = _write_batch(
@@ -455,11 +459,9 @@ class CommitLog:
             inner.queue_offset = offset
             inner.commit_log_offset = phys
             inner.msg_id = msg_id
-            if scheduled:
-                inner.tags_code = compute_tags_code(topic, inner.properties, now_ms, delay_levels)
-            else:
-                tags = inner.properties.get(_TAGS)
-                inner.tags_code = tags_to_tags_code(tags) if tags else 0
+            # compute_tags_code's usual case (tags hash) without its call, but for the delay topic
+            inner.tags_code = (compute_tags_code(topic, inner.properties, now_ms, delay_levels)
+                               if scheduled else tags_to_tags_code(inner.properties.get(_TAGS)))
             phys += size
             if counted:
                 offset += 1
