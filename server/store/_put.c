@@ -174,6 +174,12 @@ static int check_fields(const record_fields *f) {
     return 0;
 }
 
+/* TOTALSIZE of a record of these lengths with the hosts of ``f`` (lengths checked). */
+static Py_ssize_t record_len(const record_fields *f, Py_ssize_t body_len, Py_ssize_t props_len) {
+    return MIN_RECORD + body_len + f->topic_len + props_len + (f->born_len - 8)
+        + (f->store_len - 8);
+}
+
 /* The size of one record, or -1 with an exception set (a member's own checks). */
 static Py_ssize_t member_size(const record_fields *f, long long flag, Py_ssize_t body_len,
                               Py_ssize_t props_len) {
@@ -187,8 +193,7 @@ static Py_ssize_t member_size(const record_fields *f, long long flag, Py_ssize_t
         PyErr_SetString(PyExc_OverflowError, "body too long for a record");
         return -1;
     }
-    return MIN_RECORD + body_len + f->topic_len + props_len + (f->born_len - 8)
-        + (f->store_len - 8);
+    return record_len(f, body_len, props_len);
 }
 
 /* Write one record of ``size`` bytes at ``p`` (checked by the callers). */
@@ -301,8 +306,8 @@ static PyObject *write_batch(PyObject *Py_UNUSED(self), PyObject *args) {
     long long at = phys;
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *m = PyList_GET_ITEM(members, i);
-        Py_ssize_t size = MIN_RECORD + PyBytes_GET_SIZE(PyTuple_GET_ITEM(m, 1)) + f.topic_len
-            + PyBytes_GET_SIZE(PyTuple_GET_ITEM(m, 2)) + (f.born_len - 8) + (f.store_len - 8);
+        Py_ssize_t size = record_len(&f, PyBytes_GET_SIZE(PyTuple_GET_ITEM(m, 1)),
+                                     PyBytes_GET_SIZE(PyTuple_GET_ITEM(m, 2)));
         PyObject *size_o = PyLong_FromSsize_t(size);
         if (!size_o) goto done;
         PyList_SET_ITEM(sizes, i, size_o);
