@@ -617,7 +617,8 @@ class MessageStore:
                 [m.tags_code for m in inners], first.queue_offset, sys_flag):
             return False
         index = dispatcher.index
-        listener = self._listener
+        batch_listener = self._batch_listener
+        listener = self._listener if batch_listener is None else None
         topic = first.topic
         queue_id = first.queue_id
         if index is not None:
@@ -633,9 +634,6 @@ class MessageStore:
             else:
                 if index.build_index_uniq(topic, uniqs, offsets, first.store_timestamp):
                     index = None
-        batch_listener = self._batch_listener
-        if batch_listener is not None:
-            listener = None
         if index is not None or listener is not None:
             for inner in inners:
                 props = inner.properties
